@@ -1,0 +1,36 @@
+# The two quick-start commands of the README are `make demo` and `make test`.
+# Each sets up .venv on first use (torch's CPU wheel first, so sentence-transformers never pulls CUDA).
+PY ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: setup demo test lint typecheck check clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml scripts/bootstrap
+	PY=$(PY) VENV=$(VENV) ./scripts/bootstrap
+	touch $(STAMP)
+
+demo: $(STAMP)
+	./scripts/demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+check: lint typecheck test
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,1 @@
+"""ARCS bot: webhooks, commands, GitHub side effects, dashboard and the `arcs` CLI."""

@@ -1,0 +1,110 @@
+"""Parser, dispatch and the error contract of the ``arcs`` CLI.
+
+Contract: every subcommand accepts ``--json``; exit 0 on success, 1 when the operation ran but
+did not succeed, 2 with a single ``arcs: error: ...`` line for bad usage or configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any, NoReturn
+
+from bot.errors import ArcsError, UsageError
+from bot.settings import Settings, load_settings
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of printing a usage block and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        # "arcs search: the following arguments are required: QUERY" -- one line, exit 2.
+        where = self.prog.removeprefix("arcs").strip()
+        raise UsageError(f"{where}: {message}" if where else message)
+
+
+@dataclass
+class Output:
+    """Where a subcommand writes: human text, or one JSON document with ``--json``."""
+
+    json_mode: bool
+    stream: IO[str] = field(default_factory=lambda: sys.stdout)
+    err: IO[str] = field(default_factory=lambda: sys.stderr)
+
+    def emit(self, data: Any, human: Callable[[], str] | str) -> None:
+        """Print ``data`` as JSON in ``--json`` mode, else the human rendering."""
+        if self.json_mode:
+            self.stream.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+        else:
+            text = human() if callable(human) else human
+            self.stream.write(text.rstrip("\n") + "\n")
+
+    def info(self, message: str) -> None:
+        """Progress or notices: stderr, so ``--json`` stdout stays parseable."""
+        self.err.write(message.rstrip("\n") + "\n")
+
+
+@dataclass
+class Context:
+    """What every subcommand receives: settings (read once) and the output channel."""
+
+    settings: Settings
+    out: Output
+
+
+Handler = Callable[[argparse.Namespace, Context], int]
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print machine-readable JSON on stdout")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the full parser; each command group registers its own subcommands."""
+    from bot.cli import commands
+
+    parser = _Parser(prog="arcs", description="ARCS: automated repair of code with search.")
+    sub: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=_Parser
+    )
+    common = _common()
+    for register in commands.REGISTRY:
+        register(sub, common)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None) -> int:
+    """Run the CLI and return the exit code (the console script exits with it)."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    json_mode = "--json" in args_list
+    out = Output(json_mode=json_mode)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(args_list)
+        handler: Handler | None = getattr(args, "handler", None)
+        if handler is None:
+            parser.print_help(sys.stderr)
+            return 2
+        ctx = Context(settings=settings or load_settings(), out=out)
+        from bot.logging import configure_logging
+
+        configure_logging(ctx.settings, stream=sys.stderr)
+        return handler(args, ctx)
+    except ArcsError as exc:
+        sys.stderr.write(f"arcs: error: {exc.message}\n")
+        if json_mode:
+            sys.stdout.write(json.dumps({"error": exc.message, "exit_code": exc.exit_code}) + "\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("arcs: interrupted\n")
+        return 130
+
+
+def run() -> NoReturn:  # pragma: no cover - console script shim
+    """Entry point used by ``python -m bot.cli``."""
+    raise SystemExit(main())

@@ -1,0 +1,108 @@
+"""ARCS settings: one object, read once from the environment (prefix ``ARCS_``) and injected.
+
+Nothing here runs at import time; call :func:`load_settings` at the edge (CLI ``main``, the web
+app factory, the worker entry point) and pass the result down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from bot.errors import ConfigError
+
+DEFAULT_EXCLUDES: tuple[str, ...] = (
+    ".git/",
+    "node_modules/",
+    "vendor/",
+    "third_party/",
+    "dist/",
+    "build/",
+    "target/",
+    ".venv/",
+    "venv/",
+    "__pycache__/",
+    "*.min.js",
+    "*.min.css",
+    "*.map",
+    "*.lock",
+    "package-lock.json",
+    "*_pb2.py",
+    "*.pb.go",
+    "*.generated.*",
+)
+
+
+class Settings(BaseModel):
+    """Process-wide configuration. Every field maps to an ``ARCS_<NAME>`` variable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    home: Path = Field(default_factory=lambda: Path.home() / ".arcs")
+    """Where ARCS keeps its state: local Qdrant, caches, traces (``ARCS_HOME``)."""
+
+    qdrant_url: str | None = None
+    """A Qdrant server URL; unset means the embedded local store under ``home/qdrant``."""
+
+    qdrant_api_key: str | None = None
+
+    embedder: Literal["minilm", "hash"] = "minilm"
+    """``minilm`` (all-MiniLM-L6-v2, bundled weights) or ``hash`` (fast, lexical; tests and tiny hosts)."""
+
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDES
+    """gitignore-style patterns never indexed, on top of each repository's own ``.gitignore``."""
+
+    max_file_bytes: int = 1_000_000
+    """Files larger than this are treated as generated/data and skipped by the indexer."""
+
+    log_format: Literal["auto", "json", "console"] = "auto"
+    log_level: str = "INFO"
+
+    @field_validator("exclude", mode="before")
+    @classmethod
+    def _split_exclude(cls, value: object) -> object:
+        # ARCS_EXCLUDE="a/,b/" is friendlier than a JSON list in an env file.
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @property
+    def qdrant_path(self) -> Path:
+        """Folder of the embedded Qdrant store."""
+        return self.home / "qdrant"
+
+    @property
+    def cache_dir(self) -> Path:
+        """Folder for content-addressed caches (embeddings, summaries)."""
+        return self.home / "cache"
+
+    @property
+    def index_dir(self) -> Path:
+        """Folder for per-repository index manifests."""
+        return self.home / "index"
+
+
+def load_settings(environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+    """Read settings once.
+
+    ``environ`` defaults to the process environment; tests pass an explicit mapping.
+    Raises :class:`ConfigError` with the offending variable named.
+    """
+    import os
+
+    env = dict(os.environ if environ is None else environ)
+    values: dict[str, object] = {}
+    for name in Settings.model_fields:
+        key = f"ARCS_{name.upper()}"
+        if key in env and env[key] != "":
+            values[name] = env[key]
+    values.update(overrides)
+    try:
+        return Settings.model_validate(values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(part) for part in first["loc"]) or "?"
+        raise ConfigError(f"invalid setting ARCS_{loc.upper()}: {first['msg']}") from exc

@@ -1,0 +1,1 @@
+"""ARCS indexing: tree-sitter chunking, embeddings, Qdrant store and retrieval."""

@@ -1,0 +1,1 @@
+"""ARCS jobs: Dramatiq actors (thin) and the repair pipeline they drive."""

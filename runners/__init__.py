@@ -1,0 +1,1 @@
+"""ARCS runners: sandboxed execution, test results and CI log analysis."""

@@ -1,0 +1,80 @@
+"""Shared test fixtures: isolated settings, temporary git repositories."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from bot.settings import Settings, load_settings
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "ARCS Test",
+    "GIT_AUTHOR_EMAIL": "test@arcs.invalid",
+    "GIT_COMMITTER_NAME": "ARCS Test",
+    "GIT_COMMITTER_EMAIL": "test@arcs.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in ``repo`` with a fixed identity and no user/system config; return stdout."""
+    env = {**os.environ, **GIT_ENV, "HOME": str(repo), "GIT_CONFIG_GLOBAL": os.devnull}
+    done = subprocess.run(
+        ["git", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", *args],
+        cwd=repo,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout
+
+
+def write_tree(root: Path, files: Mapping[str, str | bytes]) -> None:
+    """Write ``files`` (relative path -> content) under ``root``."""
+    for rel, content in files.items():
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(content, encoding="utf-8")
+
+
+MakeRepo = Callable[..., Path]
+
+
+@pytest.fixture
+def make_repo(tmp_path: Path) -> MakeRepo:
+    """Factory: ``make_repo({"a.py": "..."}, name="r")`` -> path of a git repo with one commit."""
+    counter = iter(range(1_000_000))
+
+    def _make(files: Mapping[str, str | bytes], *, name: str | None = None, commit: bool = True) -> Path:
+        root = tmp_path / (name or f"repo{next(counter)}")
+        root.mkdir(parents=True)
+        git(root, "init", "-q")
+        write_tree(root, files)
+        if commit:
+            git(root, "add", "-A")
+            git(root, "commit", "-q", "-m", "initial")
+        return root
+
+    return _make
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """Settings isolated under a temporary ARCS_HOME with the fast lexical embedder."""
+    return load_settings({"ARCS_HOME": str(tmp_path / "arcs-home"), "ARCS_EMBEDDER": "hash"})
+
+
+@pytest.fixture(autouse=True)
+def _offline_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    # Never reach a model hub from a test.
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    yield
