@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml scripts/bootstrap
 	touch $(STAMP)
 
 demo: $(STAMP)
-	./scripts/demo
+	$(BIN)/arcs demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

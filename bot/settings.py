@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from bot.errors import ConfigError
 
@@ -61,6 +61,32 @@ class Settings(BaseModel):
     log_format: Literal["auto", "json", "console"] = "auto"
     log_level: str = "INFO"
 
+    # --- the LLM (repair engine) -------------------------------------------------------------
+    anthropic_api_key: SecretStr | None = None
+    """``ANTHROPIC_API_KEY`` (also accepted as ``ARCS_ANTHROPIC_API_KEY``); unset means tier 0 only."""
+    anthropic_base_url: str | None = None
+    """``ANTHROPIC_BASE_URL``: a gateway or a local Anthropic-compatible server."""
+    model: str = "claude-sonnet-4-6"
+    """``ARCS_MODEL``: the model the proposer and the LLM roles use."""
+
+    # --- the GitHub App --------------------------------------------------------------------------
+    webhook_secret: SecretStr | None = None
+    app_id: str | None = None
+    private_key_path: Path | None = None
+    private_key: SecretStr | None = None
+    github_api_url: str = "https://api.github.com"
+    """GitHub Enterprise Server: ``https://HOST/api/v3``."""
+    public_url: str = "http://localhost:8000"
+    """Where this deployment is reachable (webhook URL, dashboard links, manifest flow)."""
+    bot_login: str = "arcs[bot]"
+    """The app's bot account, whose own comments are ignored."""
+
+    # --- infrastructure ---------------------------------------------------------------------------
+    broker_url: str | None = None
+    """``redis://…`` (default broker), ``amqp://…`` (RabbitMQ) or unset/``stub://`` (in-process)."""
+    database_url: str | None = None
+    """SQLAlchemy URL; unset means SQLite under ``home/arcs.db``."""
+
     @field_validator("exclude", mode="before")
     @classmethod
     def _split_exclude(cls, value: object) -> object:
@@ -75,6 +101,16 @@ class Settings(BaseModel):
         return self.home / "qdrant"
 
     @property
+    def sqlalchemy_url(self) -> str:
+        """The database URL to use (SQLite under ``home`` by default)."""
+        return self.database_url or f"sqlite:///{self.home / 'arcs.db'}"
+
+    @property
+    def traces_dir(self) -> Path:
+        """Folder of repair traces (JSON)."""
+        return self.home / "traces"
+
+    @property
     def cache_dir(self) -> Path:
         """Folder for content-addressed caches (embeddings, summaries)."""
         return self.home / "cache"
@@ -83,6 +119,9 @@ class Settings(BaseModel):
     def index_dir(self) -> Path:
         """Folder for per-repository index manifests."""
         return self.home / "index"
+
+
+_UNPREFIXED = {"anthropic_api_key": "ANTHROPIC_API_KEY", "anthropic_base_url": "ANTHROPIC_BASE_URL"}
 
 
 def load_settings(environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -98,6 +137,10 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
     for name in Settings.model_fields:
         key = f"ARCS_{name.upper()}"
         if key in env and env[key] != "":
+            values[name] = env[key]
+    # The Anthropic SDK's own variable names are what users already have set.
+    for name, key in _UNPREFIXED.items():
+        if name not in values and env.get(key):
             values[name] = env[key]
     values.update(overrides)
     try:

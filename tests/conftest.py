@@ -8,8 +8,11 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
+import structlog
 
 from bot.settings import Settings, load_settings
+
+pytest_plugins = ["tests.fakes.github_fixtures"]
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "ARCS Test",
@@ -78,3 +81,11 @@ def _offline_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
     yield
+
+
+@pytest.fixture(autouse=True)
+def _reset_structlog() -> Iterator[None]:
+    # The CLI configures structlog to write to the (captured) stderr of the test that ran it;
+    # pytest closes that stream afterwards, so later tests must not inherit the configuration.
+    yield
+    structlog.reset_defaults()

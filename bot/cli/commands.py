@@ -5,10 +5,15 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from bot.cli import index_cmd
+from bot.cli import demo_cmd, fix_cmd, index_cmd, serve_cmd, test_cmd, worker_cmd
 
 Register = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]", argparse.ArgumentParser], None]
 
 REGISTRY: list[Register] = [
     index_cmd.register,
+    test_cmd.register,
+    fix_cmd.register,
+    serve_cmd.register,
+    worker_cmd.register,
+    demo_cmd.register,
 ]

@@ -1,0 +1,3 @@
+"""stockroom: inventory and order service."""
+
+__version__ = "0.4.2"

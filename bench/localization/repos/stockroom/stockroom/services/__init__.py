@@ -1,0 +1,1 @@
+"""Business logic. Services take a Repository and Settings; they never touch HTTP."""

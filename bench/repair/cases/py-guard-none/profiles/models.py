@@ -1,0 +1,7 @@
+from dataclasses import dataclass
+
+
+@dataclass
+class Profile:
+    email: str
+    nickname: str | None = None

@@ -1,0 +1,3 @@
+from memo.cache import Memo
+
+square = Memo(lambda n: n * n)

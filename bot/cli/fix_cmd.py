@@ -1,0 +1,239 @@
+"""``arcs fix`` (repair a local repository) and ``arcs replay`` (re-run a trace and compare).
+
+Exit codes: 0 — a patch passed every gate (``fix``) / the replay reproduced the recorded patch
+and verdict (``replay``); 1 — no submittable patch (the verdict and reason are printed) / the
+replay diverged (where is printed); 2 — usage or configuration error.
+
+``fix`` prints the unified diff on stdout (so ``arcs fix . > fix.patch`` works) and the summary on
+stderr; without a patch the summary goes to stdout. ``--apply`` writes the patch to the work tree.
+
+The model configuration is read here, at the edge, from ``ANTHROPIC_API_KEY``, ``ARCS_MODEL``
+and ``ANTHROPIC_BASE_URL``; traces go to ``ARCS_TRACES_DIR`` or ``$ARCS_HOME/traces``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bot.cli.app import Context
+from bot.errors import UsageError
+from bot.settings import Settings
+
+if TYPE_CHECKING:
+    from jobs.fix import FixReport, LLMConfig
+    from jobs.repair.budget import Budget
+
+TIER_CHOICES = ("0", "small", "medium", "large", "auto")
+
+
+def llm_config(settings: Settings) -> LLMConfig:
+    """The model configuration from the injected settings (a :class:`jobs.fix.LLMConfig`)."""
+    from jobs.fix import LLMConfig
+
+    key = settings.anthropic_api_key
+    return LLMConfig(
+        api_key=key.get_secret_value() if key is not None else None,
+        model=settings.model,
+        base_url=settings.anthropic_base_url,
+    )
+
+
+def default_jobs() -> int:
+    """Candidates tested concurrently by default: 4, or fewer on a machine with fewer CPUs."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def _add_sandbox_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--toolchain",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="folder to expose read-only in the sandbox, its bin/ first on PATH (repeatable)",
+    )
+    p.add_argument(
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="run tests WITHOUT isolation (only for code you trust, where bubblewrap is unavailable)",
+    )
+
+
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """Register ``fix`` and ``replay``."""
+    p = sub.add_parser(
+        "fix",
+        parents=[common],
+        help="reproduce a failure in a local repository and repair it",
+        description="Run the tests, reproduce the failure, and search for a patch that passes every "
+        "quality gate within the budget. Prints the patch; --apply writes it to the work tree.",
+    )
+    p.add_argument("path", metavar="PATH", type=Path, help="the repository")
+    p.add_argument("--test", metavar="CMD", help="test command (default: .arcs.yml `test:` or conventions)")
+    p.add_argument("--issue-file", type=Path, metavar="F", help="an issue to resolve (first line: title)")
+    p.add_argument(
+        "--tier",
+        choices=TIER_CHOICES,
+        default="auto",
+        help="0 (templates, no LLM), small, medium, large, or auto (default: escalate small -> large; "
+        "tier 0 without ANTHROPIC_API_KEY)",
+    )
+    p.add_argument("--budget-iterations", type=int, metavar="N", help="rounds at most (default 5)")
+    p.add_argument("--budget-usd", type=float, metavar="X", help="LLM spend at most, in USD (default 2.0)")
+    p.add_argument("--budget-tokens", type=int, metavar="N", help="LLM tokens at most (default 400000)")
+    p.add_argument(
+        "--budget-executions", type=int, metavar="N", help="sandboxed test runs at most (default 60)"
+    )
+    p.add_argument("--budget-wall", type=float, metavar="S", help="wall-clock seconds at most (default 1800)")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="candidates tested concurrently (default: 4, at most the CPU count)",
+    )
+    p.add_argument("--apply", action="store_true", help="write the patch to the work tree when it passes")
+    p.add_argument(
+        "--trace-out", type=Path, metavar="F", help="write the trace here (default $ARCS_HOME/traces)"
+    )
+    p.add_argument("--no-index", action="store_true", help="do not index the repository (no retrieval)")
+    _add_sandbox_flags(p)
+    p.set_defaults(handler=run_fix)
+
+    r = sub.add_parser(
+        "replay",
+        parents=[common],
+        help="re-run a trace with its recorded model responses and check it reproduces",
+        description="Re-run the loop of TRACE with the recorded LLM responses and recorded retrieval on "
+        "the same base tree; exit 0 when the same patch and verdict come out, else say where it diverged.",
+    )
+    r.add_argument("trace", metavar="TRACE", type=Path, help="a trace written by `arcs fix`")
+    r.add_argument("--repo", type=Path, metavar="PATH", help="the repository (default: the recorded path)")
+    _add_sandbox_flags(r)
+    r.set_defaults(handler=run_replay)
+
+
+def _budget(args: argparse.Namespace) -> Budget:
+    from jobs.repair.budget import Budget
+
+    changes: dict[str, float] = {}
+    for flag, name in (
+        ("budget_iterations", "iterations"),
+        ("budget_usd", "usd"),
+        ("budget_tokens", "tokens"),
+        ("budget_executions", "executions"),
+        ("budget_wall", "wall_s"),
+    ):
+        value = getattr(args, flag)
+        if value is not None:
+            changes[name] = value
+    try:
+        return Budget().with_(**changes)
+    except ValueError as exc:
+        raise UsageError(f"fix: {exc}") from None
+
+
+def _toolchains(extra: list[Path]) -> tuple[Path, ...]:
+    from bot.cli.test_cmd import toolchain_paths
+
+    return tuple(toolchain_paths(extra))
+
+
+def run_fix(args: argparse.Namespace, ctx: Context) -> int:
+    """Repair PATH; print the patch or the verdict."""
+    from jobs.fix import FixRequest, fix
+    from jobs.repair.loop import LoopConfig
+    from jobs.repair.tiers import parse_tier
+
+    issue_text = None
+    if args.issue_file is not None:
+        try:
+            issue_text = args.issue_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"fix: cannot read the issue file {args.issue_file}: {exc}") from None
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("fix: --jobs must be at least 1")
+    request = FixRequest(
+        repo=args.path,
+        test_command=args.test,
+        issue_text=issue_text,
+        tier=parse_tier(args.tier),
+        budget=_budget(args),
+        apply=args.apply,
+        trace_out=args.trace_out,
+        traces_dir=ctx.settings.traces_dir,
+        llm=llm_config(ctx.settings),
+        config=LoopConfig(parallel=args.jobs or default_jobs()),
+        unsafe_no_sandbox=args.unsafe_no_sandbox,
+        toolchain_paths=_toolchains(args.toolchain),
+        use_index=not args.no_index,
+    )
+    report = fix(ctx.settings, request, progress=ctx.out.info)
+    return emit_fix(report, ctx)
+
+
+def emit_fix(report: FixReport, ctx: Context) -> int:
+    """Print a :class:`jobs.fix.FixReport` (JSON or human) and return the exit code."""
+    from jobs.repair.trace import render_summary
+
+    result = report.result
+    trace_path = str(report.trace_path)
+    for notice in result.notices:
+        ctx.out.info(f"note: {notice}")
+    summary = render_summary(result.trace, trace_path=trace_path)
+    data = result.to_json(trace_path=trace_path)
+    data["applied"] = report.applied
+    if result.fixed:
+        ctx.out.info(summary)
+        if report.applied:
+            ctx.out.info(f"applied the patch to {report.repo}")
+        ctx.out.emit(data, result.patch)
+        return 0
+    ctx.out.emit(data, summary)
+    return 1
+
+
+def run_replay(args: argparse.Namespace, ctx: Context) -> int:
+    """Replay TRACE and report whether it reproduced."""
+    from jobs.fix import replay
+
+    report = replay(
+        ctx.settings,
+        args.trace,
+        repo=args.repo,
+        unsafe_no_sandbox=args.unsafe_no_sandbox,
+        toolchain_paths=_toolchains(args.toolchain),
+        progress=ctx.out.info,
+    )
+    rec = report.recorded.outcome
+    div = report.divergence
+    data = {
+        "reproduced": report.reproduced,
+        "verdict": rec.verdict,
+        "patch_key": rec.patch_key,
+        "trace_id": report.recorded.id,
+        "divergence": None
+        if div is None
+        else {"where": div.where, "field": div.field, "expected": div.expected, "got": div.got},
+        "replayed_verdict": None if report.replayed is None else report.replayed.outcome.verdict,
+    }
+    if div is None:
+        what = f"patch {rec.patch_key}" if rec.patch_key else "no patch"
+        ctx.out.emit(data, f"replay reproduced the recorded outcome: {rec.verdict} ({what})")
+        return 0
+    ctx.out.emit(data, f"replay {div}")
+    return 1
+
+
+__all__ = [
+    "default_jobs",
+    "emit_fix",
+    "llm_config",
+    "register",
+    "run_fix",
+    "run_replay",
+]

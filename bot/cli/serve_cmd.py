@@ -1,0 +1,141 @@
+"""``arcs serve``: the web side (webhooks, probes, app setup) under gunicorn with uvicorn workers.
+
+gunicorn runs in this process (its arbiter takes over until SIGTERM/SIGINT); each worker builds
+its own app, database engine and broker connection after the fork. With nothing configured it
+starts on a bare machine: SQLite under ``ARCS_HOME`` and the in-process broker.
+
+Credentials written by the manifest flow (``$ARCS_HOME/secrets.env``) are read here, at the
+edge, for variables the environment does not already set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from bot.cli.app import Context
+from bot.errors import ConfigError, UsageError
+from bot.settings import Settings
+
+WORKER_CLASS = "uvicorn_worker.UvicornWorker"
+"""uvicorn's own ``uvicorn.workers`` module is deprecated; the ``uvicorn-worker`` package replaces it."""
+APP_FACTORY = "bot.web.asgi:create()"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+DEFAULT_WORKERS = 2
+GRACEFUL_TIMEOUT_S = 30
+"""Webhook requests are short; a worker gets this long to finish in-flight ones on shutdown."""
+
+
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """Register ``serve``."""
+    serve = sub.add_parser(
+        "serve",
+        parents=[common],
+        help="run the web side: GitHub webhooks, /healthz, /readyz and the app setup flow",
+        description="Serve the GitHub App's web side with gunicorn and uvicorn workers.",
+    )
+    serve.add_argument("--host", default=DEFAULT_HOST, help=f"interface to bind (default {DEFAULT_HOST})")
+    serve.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks a free one)"
+    )
+    serve.add_argument(
+        "--workers", type=int, default=DEFAULT_WORKERS, help=f"worker processes (default {DEFAULT_WORKERS})"
+    )
+    serve.set_defaults(handler=run_serve)
+
+
+def read_secrets_file(path: Path) -> dict[str, str]:
+    """Parse ``KEY=value`` lines (shell-quoted values, ``#`` comments) of a secrets file."""
+    values: dict[str, str] = {}
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, rest = line.partition("=")
+        try:
+            parts = shlex.split(rest)
+        except ValueError as exc:
+            raise ConfigError(f"{path}:{number}: {exc}") from exc
+        if not sep or not key.isidentifier() or len(parts) > 1:
+            raise ConfigError(f"{path}:{number}: expected KEY=value")
+        values[key] = parts[0] if parts else ""
+    return values
+
+
+def effective_settings(settings: Settings, environ: Mapping[str, str]) -> Settings:
+    """``settings`` plus the values of ``$ARCS_HOME/secrets.env`` the environment does not set."""
+    path = settings.home / "secrets.env"
+    if not path.is_file():
+        return settings
+    extra: dict[str, str] = {}
+    for key, value in read_secrets_file(path).items():
+        name = key.removeprefix("ARCS_").lower()
+        if key.startswith("ARCS_") and name in Settings.model_fields and not environ.get(key):
+            extra[name] = value
+    if not extra:
+        return settings
+    try:
+        return Settings.model_validate({**settings.model_dump(), **extra})
+    except ValidationError as exc:
+        raise ConfigError(f"{path}: {exc.errors()[0]['msg']}") from exc
+
+
+def gunicorn_options(host: str, port: int, workers: int) -> dict[str, Any]:
+    """The gunicorn settings ``arcs serve`` uses (``deploy/gunicorn.conf.py`` mirrors them)."""
+    if not 0 <= port <= 65535:
+        raise UsageError(f"serve: --port must be 0-65535, got {port}")
+    if workers < 1:
+        raise UsageError(f"serve: --workers must be at least 1, got {workers}")
+    bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return {
+        "bind": [bind],
+        "workers": workers,
+        "worker_class": WORKER_CLASS,
+        "graceful_timeout": GRACEFUL_TIMEOUT_S,
+        "timeout": 60,
+        "keepalive": 5,
+        "accesslog": "-",
+        "errorlog": "-",
+        "proc_name": "arcs-web",
+        # Fork before building the app: no database or broker connection crosses a fork.
+        "preload_app": False,
+    }
+
+
+def run_serve(args: argparse.Namespace, ctx: Context) -> int:
+    """Run gunicorn until it is stopped; the exit code is gunicorn's."""
+    options = gunicorn_options(args.host, args.port, args.workers)
+    settings = effective_settings(ctx.settings, os.environ)
+    try:
+        from gunicorn.app.base import BaseApplication  # type: ignore[import-untyped]
+    except ImportError as exc:  # pragma: no cover - a dependency of the package
+        raise ConfigError("gunicorn is not installed (pip install 'arcs')") from exc
+
+    class _Server(BaseApplication):  # type: ignore[misc]
+        def load_config(self) -> None:
+            for key, value in options.items():
+                self.cfg.set(key, value)
+
+        def load(self) -> Any:
+            # Runs in each worker after the fork.
+            from bot.logging import configure_logging
+            from bot.web.app import create_app
+
+            configure_logging(settings)
+            return create_app(settings)
+
+    ctx.out.info(f"arcs serve: http://{options['bind'][0]} ({args.workers} worker(s))")
+    try:
+        _Server().run()
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return 0

@@ -1,0 +1,356 @@
+"""The real :class:`jobs.ports.GitHubGateway`: one installation's GitHub operations for the job
+pipeline, on top of :mod:`bot.github.publish`, :mod:`bot.github.logs` and :mod:`bot.github.git`.
+
+Least privilege per operation: each repository gets up to three installation tokens, minted on
+first use and narrowed to that one repository —
+
+- *read* (clone, ``.arcs.yml``, logs, issue/PR/permission reads): nothing is writable, so the
+  token used next to untrusted code in a checkout cannot push;
+- *comment* (reactions, the status comment, the check run): no access to code;
+- *publish* (push the ``arcs/`` branch, open/update the pull request, label it).
+
+Tokens refresh themselves before they expire; :meth:`AppGitHubGateway.close` revokes them all (use
+the gateway as a context manager, or ``contextlib.closing``).
+
+``draft`` and labels of pull requests come from the repository's ``.arcs.yml`` (``draft``,
+``pr_labels``), read once per gateway.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+import structlog
+
+from bot.errors import ConfigError
+from bot.github import GitHubError
+from bot.github.auth import COMMENT_PERMISSIONS, PUBLISH_PERMISSIONS, READ_PERMISSIONS, Permissions
+from bot.github.client import GitHubApp, InstallationClient, github_errors
+from bot.github.git import BotIdentity, clone_at_sha
+from bot.github.logs import concatenate, download_failed_job_logs
+from bot.github.publish import (
+    add_reaction,
+    bot_user_id,
+    create_check_run,
+    ensure_branch_pushed,
+    open_or_update_pr,
+    read_file,
+    repository,
+    update_check_run,
+    upsert_status_comment,
+)
+from bot.github.repo_config import ArcsConfig, load_arcs_config
+from bot.settings import Settings
+from jobs.ports import BranchHead, IssueInfo, PullRequestInfo, PullRequestRef
+from runners.config import RepoConfig, parse_repo_config
+
+log = structlog.get_logger(__name__)
+
+Scope = Literal["read", "comment", "publish"]
+SCOPES: Mapping[Scope, Permissions] = {
+    "read": READ_PERMISSIONS,
+    "comment": COMMENT_PERMISSIONS,
+    "publish": PUBLISH_PERMISSIONS,
+}
+ROLES = frozenset({"admin", "maintain", "write", "triage", "read", "none"})
+
+
+def _split(repo: str) -> tuple[str, str]:
+    owner, sep, name = repo.partition("/")
+    if not sep or not owner or not name or "/" in name:
+        raise ValueError(f"repository must be 'owner/name', got {repo!r}")
+    return owner, name
+
+
+class AppGitHubGateway:
+    """GitHub for one installation (``installation_id`` None: looked up per repository)."""
+
+    def __init__(
+        self,
+        app: GitHubApp,
+        installation_id: int | None,
+        *,
+        bot_login: str = "arcs[bot]",
+        attempt: str | None = None,
+        workdir: Path | None = None,
+    ) -> None:
+        self.app = app
+        self.installation_id = installation_id
+        self.bot_login = bot_login
+        self.attempt = attempt
+        """Goes into the ``ARCS-Attempt`` trailer when a commit message has none."""
+        self.workdir = workdir
+        self._lock = threading.Lock()
+        self._clients: dict[tuple[str, Scope], InstallationClient] = {}
+        self._installations: dict[str, int] = {}
+        self._configs: dict[str, ArcsConfig] = {}
+        self._identity: BotIdentity | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"AppGitHubGateway(installation_id={self.installation_id}, clients={len(self._clients)})"
+
+    # --- plumbing ----------------------------------------------------------------------------------
+
+    def _installation(self, repo: str) -> int:
+        if self.installation_id is not None:
+            return self.installation_id
+        if repo not in self._installations:
+            owner, name = _split(repo)
+            self._installations[repo] = self.app.repo_installation_id(owner, name)
+        return self._installations[repo]
+
+    def client(self, repo: str, scope: Scope = "read") -> InstallationClient:
+        """The client for ``repo`` with the permissions of ``scope`` (created on first use)."""
+        _split(repo)
+        with self._lock:
+            if self._closed:
+                raise GitHubError("the GitHub gateway was closed")
+            key = (repo, scope)
+            client = self._clients.get(key)
+            if client is None:
+                client = self.app.installation(
+                    self._installation(repo), repository=repo, permissions=SCOPES[scope]
+                )
+                self._clients[key] = client
+            return client
+
+    def close(self) -> None:
+        """Revoke every token this gateway minted (idempotent)."""
+        with self._lock:
+            self._closed = True
+            clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            client.close()
+
+    def __enter__(self) -> AppGitHubGateway:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def identity(self, repo: str) -> BotIdentity:
+        """The bot's commit identity (its user id read once; the App id when it cannot be)."""
+        if self._identity is None:
+            user_id = bot_user_id(self.client(repo, "read"), self.bot_login)
+            self._identity = BotIdentity.for_app(
+                user_id if user_id is not None else self.app.credentials.app_id, login=self.bot_login
+            )
+        return self._identity
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    def get_permission(self, repo: str, user: str) -> str:
+        """``user``'s role on ``repo``: admin, maintain, write, triage, read or none."""
+        client = self.client(repo, "read")
+        with github_errors(f"read {user}'s permission on {repo}"):
+            data: Any = client.gh.rest.repos.get_collaborator_permission_level(
+                client.owner, client.repo, user
+            ).json()
+        role = str(data.get("role_name") or "")
+        return role if role in ROLES else str(data.get("permission") or "none")
+
+    def get_issue(self, repo: str, number: int) -> IssueInfo:
+        """The issue as it is now."""
+        client = self.client(repo, "read")
+        with github_errors(f"read issue #{number} of {repo}"):
+            data: Any = client.gh.rest.issues.get(client.owner, client.repo, number).json()
+        return IssueInfo(
+            number=int(data["number"]),
+            title=str(data.get("title") or ""),
+            body=str(data.get("body") or ""),
+            state=str(data.get("state") or "open"),
+            labels=tuple(
+                str(label.get("name")) for label in data.get("labels") or [] if isinstance(label, dict)
+            ),
+            author=(data.get("user") or {}).get("login"),
+        )
+
+    def get_pull_request(self, repo: str, number: int) -> PullRequestInfo:
+        """The pull request's head and base as they are now."""
+        client = self.client(repo, "read")
+        with github_errors(f"read pull request #{number} of {repo}"):
+            data: Any = client.gh.rest.pulls.get(client.owner, client.repo, number).json()
+        head = data.get("head") or {}
+        return PullRequestInfo(
+            number=int(data["number"]),
+            head_sha=str(head.get("sha") or ""),
+            head_branch=str(head.get("ref") or ""),
+            base_branch=str((data.get("base") or {}).get("ref") or ""),
+            url=str(data.get("html_url") or ""),
+            state=str(data.get("state") or "open"),
+            author=(data.get("user") or {}).get("login"),
+            head_repo=((head.get("repo") or {}).get("full_name")),
+        )
+
+    def get_branch_head(self, repo: str, branch: str | None = None) -> BranchHead:
+        """The commit ``branch`` (default: the default branch) points at."""
+        client = self.client(repo, "read")
+        name = branch or str(repository(client)["default_branch"])
+        with github_errors(f"read branch {name} of {repo}"):
+            data: Any = client.gh.rest.git.get_ref(client.owner, client.repo, f"heads/{name}").json()
+        return BranchHead(name=name, sha=str(data["object"]["sha"]))
+
+    def download_failed_logs(self, repo: str, run_id: int) -> str:
+        """The failed jobs' logs of the run's latest attempt, concatenated with job headers."""
+        logs = download_failed_job_logs(self.client(repo, "read"), run_id)
+        if not logs:
+            raise GitHubError(f"workflow run {run_id} of {repo} has no failed job")
+        return concatenate(logs)
+
+    def clone(self, repo: str, sha: str, dest: Path) -> None:
+        """Check out ``sha`` into ``dest`` with a read-only token that never touches the disk."""
+        client = self.client(repo, "read")
+        clone_url = str(repository(client).get("clone_url") or "")
+        clone_at_sha(clone_url, sha, Path(dest), source=client.tokens)
+
+    def load_arcs_config(self, repo: str, ref: str | None = None) -> ArcsConfig:
+        """The full ``.arcs.yml`` at ``ref`` (default branch when None); ConfigError names the key."""
+        client = self.client(repo, "read")
+        config = load_arcs_config(lambda path: read_file(client, path, ref=ref))
+        self._configs[repo] = config
+        return config
+
+    def load_repo_config(self, repo: str, ref: str) -> RepoConfig:
+        """The runner part of ``.arcs.yml`` at ``ref``, after validating the whole file.
+
+        App keys (``triggers``, ``branches``, ``label``, …) stay in ``extra`` as written.
+        """
+        client = self.client(repo, "read")
+        texts: dict[str, str] = {}
+
+        def read(path: str) -> str | None:
+            text = read_file(client, path, ref=ref)
+            if text is not None:
+                texts[path] = text
+            return text
+
+        config = load_arcs_config(read)
+        self._configs[repo] = config
+        if not texts:
+            return RepoConfig()
+        path, text = next(iter(texts.items()))
+        return parse_repo_config(text, path=Path(path))
+
+    def _pr_settings(self, repo: str) -> ArcsConfig:
+        config = self._configs.get(repo)
+        if config is None:
+            try:
+                config = self.load_arcs_config(repo)
+            except ConfigError:
+                # The pipeline reports config errors where it reads the config; publishing a
+                # verified fix falls back to the safe defaults (draft, label "arcs").
+                config = ArcsConfig()
+        return config
+
+    # --- writes --------------------------------------------------------------------------------
+
+    def push_branch(
+        self, repo: str, branch: str, base_sha: str, files: Mapping[str, str | None], message: str
+    ) -> str:
+        """One bot commit on ``base_sha`` writing ``files``, pushed to the ``arcs/`` ``branch``."""
+        client = self.client(repo, "publish")
+        return ensure_branch_pushed(
+            client,
+            branch=branch,
+            base_sha=base_sha,
+            files=files,
+            message=message,
+            identity=self.identity(repo),
+            attempt=self.attempt or branch,
+            workdir=self.workdir,
+        )
+
+    def open_or_update_pr(self, repo: str, head: str, base: str, title: str, body: str) -> PullRequestRef:
+        """Open (draft unless ``.arcs.yml`` says ``draft: false``) or update the PR for ``head``."""
+        config = self._pr_settings(repo)
+        return open_or_update_pr(
+            self.client(repo, "publish"),
+            head=head,
+            base=base,
+            title=title,
+            body=body,
+            draft=config.draft,
+            labels=config.pr_labels,
+        )
+
+    def create_check_run(self, repo: str, head_sha: str, name: str, title: str, summary: str) -> int:
+        """An in-progress check run on ``head_sha``."""
+        return create_check_run(
+            self.client(repo, "comment"),
+            head_sha=head_sha,
+            name=name,
+            status="in_progress",
+            output={"title": title, "summary": summary},
+        )
+
+    def update_check_run(
+        self,
+        repo: str,
+        check_run_id: int,
+        *,
+        conclusion: str | None,
+        title: str,
+        summary: str,
+        details: str | None = None,
+    ) -> None:
+        """Update the check run; a ``conclusion`` completes it."""
+        output = {"title": title, "summary": summary}
+        if details:
+            output["text"] = details
+        update_check_run(
+            self.client(repo, "comment"),
+            check_run_id,
+            output=output,
+            status=None if conclusion else "in_progress",
+            conclusion=conclusion,
+        )
+
+    def create_or_edit_status_comment(
+        self, repo: str, number: int, body: str, comment_id: int | None = None
+    ) -> int:
+        """Edit the status comment (by id, else by its hidden marker) or create it."""
+        return upsert_status_comment(
+            self.client(repo, "comment"), number, body, bot_login=self.bot_login, comment_id=comment_id
+        )
+
+    def add_reaction(self, repo: str, comment_id: int, content: str) -> None:
+        """React to an issue comment."""
+        add_reaction(self.client(repo, "comment"), comment_id, content)
+
+
+class GatewayFactory:
+    """``installation_id -> gateway`` for :class:`jobs.pipeline.Deps` (``Deps.github``), sharing one
+    :class:`GitHubApp` (its connection pool and per-installation mutation lanes)."""
+
+    def __init__(
+        self, settings: Settings, *, app: GitHubApp | None = None, workdir: Path | None = None
+    ) -> None:
+        self._owns_app = app is None
+        self.app = app or GitHubApp.from_settings(settings)
+        self.bot_login = settings.bot_login
+        self.workdir = workdir
+
+    def __call__(self, installation_id: int | None) -> AppGitHubGateway:
+        return AppGitHubGateway(self.app, installation_id, bot_login=self.bot_login, workdir=self.workdir)
+
+    def close(self) -> None:
+        """Close the shared connection pool (when this factory created the app)."""
+        if self._owns_app:
+            self.app.close()
+
+
+def gateway_factory(
+    settings: Settings,
+    *,
+    app: GitHubApp | None = None,
+    workdir: Path | None = None,
+) -> GatewayFactory:
+    """The worker's ``Deps.github``: ``gateway_factory(settings)`` (close it at shutdown)."""
+    return GatewayFactory(settings, app=app, workdir=workdir)

@@ -1,0 +1,511 @@
+"""What ARCS says on GitHub, as pure functions: pull request title and body, check-run output,
+the status comment, refusals, help, config errors.
+
+Inputs are plain values (:class:`RepairSummary`; the integrator maps a ``RepairResult`` onto it),
+outputs are strings/dicts within GitHub's limits (65 536 characters for a body, 65 535 for a check
+run's summary and text). Untrusted text (logs, issue text, model output) is defused before it is
+placed outside a code block: ``@mentions`` would notify people and an HTML comment could forge
+ARCS' hidden markers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from bot.commands import HELP_TEXT
+
+MAX_BODY_CHARS = 65536
+"""GitHub's limit for issue/PR/comment bodies."""
+MAX_CHECK_TEXT = 65535
+"""GitHub's limit for a check run's ``output.summary`` and ``output.text``."""
+MAX_CHECK_TITLE = 255
+MAX_TITLE_CHARS = 120
+BODY_BUDGET = 60000
+"""What ARCS allows itself of a body (headroom for GitHub's own counting of multi-byte text)."""
+PR_MARKER = "<!-- arcs:pr -->"
+TRUNCATED = "\n\n… (truncated)"
+
+StatusState = Literal["queued", "working", "pr_opened", "pr_updated", "no_fix", "skipped", "error"]
+CheckStatus = Literal["queued", "in_progress", "completed"]
+RefusalKind = Literal["permission", "rate_limit", "open_prs", "disabled", "unrepairable", "busy", "fork"]
+
+_STATUS_MARKER = "<!-- arcs:status attempt={attempt} -->"
+STATUS_MARKER_RE = re.compile(r"<!-- arcs:status attempt=([A-Za-z0-9._:/-]+) -->")
+
+
+@dataclass(frozen=True, slots=True)
+class TestTally:
+    """A test run reduced to counts (and the ids still failing)."""
+
+    __test__ = False  # not a pytest class
+
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    failing: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """No failure and no error."""
+        return self.failed == 0 and self.errors == 0
+
+    def label(self) -> str:
+        """``2 failed, 10 passed`` (errors only when there are some)."""
+        parts = []
+        if self.failed:
+            parts.append(f"{self.failed} failed")
+        if self.errors:
+            parts.append(f"{self.errors} error{'s' if self.errors != 1 else ''}")
+        parts.append(f"{self.passed} passed")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class DiffStats:
+    """Files touched by a diff and its added/removed line counts."""
+
+    files: tuple[str, ...] = ()
+    insertions: int = 0
+    deletions: int = 0
+
+    def label(self) -> str:
+        """``2 files changed, +5 −3``."""
+        n = len(self.files)
+        return f"{n} file{'s' if n != 1 else ''} changed, +{self.insertions} −{self.deletions}"
+
+
+@dataclass(frozen=True, slots=True)
+class RepairSummary:
+    """Everything the GitHub messages say about one repair attempt."""
+
+    verdict: str
+    fixed: bool
+    reason: str = ""
+    """One line: why this verdict (shown when there is no fix)."""
+    kind: Literal["ci", "issue"] = "ci"
+    failure_summary: str = ""
+    """What failed: the failing step/tests, or the issue's gist (untrusted text)."""
+    root_cause: str = ""
+    """The explanation of the root cause and of the change (model output: untrusted)."""
+    diff: str = ""
+    diff_stats: DiffStats | None = None
+    """None: computed from ``diff``."""
+    target_tests: tuple[str, ...] = ()
+    tests_before: TestTally | None = None
+    tests_after: TestTally | None = None
+    regression: str = ""
+    """The regression suite's result in words (``412 passed, no new failure``)."""
+    regression_passed: bool | None = None
+    gates: tuple[tuple[str, bool, str], ...] = ()
+    """``(name, passed, detail)`` for each quality gate."""
+    tokens: int = 0
+    cost_usd: float = 0.0
+    rounds: int = 0
+    duration_s: float = 0.0
+    tier: str = ""
+    trace_markdown: str = ""
+    issue_number: int | None = None
+    issue_title: str = ""
+    failing_run_url: str = ""
+    failing_job: str = ""
+    head_sha: str = ""
+    attempt_id: str = ""
+    attempt_url: str = ""
+
+    @property
+    def stats(self) -> DiffStats:
+        """``diff_stats``, or what the diff says."""
+        return self.diff_stats if self.diff_stats is not None else diff_stats(self.diff)
+
+
+# --------------------------------------------------------------------------- text helpers
+
+
+def diff_stats(diff: str) -> DiffStats:
+    """Files, insertions and deletions of a unified diff."""
+    files: list[str] = []
+    plus = minus = 0
+    old_path = ""
+    for line in diff.splitlines():
+        if line.startswith("--- "):
+            old_path = line[4:].split("\t", 1)[0].strip()
+            continue
+        if line.startswith("+++ "):
+            new_path = line[4:].split("\t", 1)[0].strip()
+            path = old_path if new_path == "/dev/null" else new_path
+            path = path[2:] if path.startswith(("a/", "b/")) else path
+            if path and path != "/dev/null" and path not in files:
+                files.append(path)
+            continue
+        if line.startswith("+"):
+            plus += 1
+        elif line.startswith("-"):
+            minus += 1
+    return DiffStats(files=tuple(files), insertions=plus, deletions=minus)
+
+
+_MENTION = re.compile(r"(?<![\w`])@(?=[A-Za-z0-9])")
+
+
+def defuse(text: str) -> str:
+    """Untrusted text made safe for Markdown outside code: no @mention pings, no HTML comments
+    (which could forge ARCS' markers) or tags."""
+    text = _MENTION.sub("@\u2060", text)
+    return text.replace("<!--", "&lt;!--").replace("-->", "--&gt;").replace("<", "&lt;")
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def truncate(text: str, limit: int, *, note: str = TRUNCATED) -> str:
+    """``text`` cut to at most ``limit`` characters, ending with ``note`` when cut."""
+    if len(text) <= limit:
+        return text
+    keep = max(0, limit - len(note))
+    return text[:keep] + note[: max(0, limit - keep)]
+
+
+def fenced(text: str, lang: str = "") -> str:
+    """A code block whose fence is longer than any backtick run inside ``text``."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    body = text if text.endswith("\n") else text + "\n"
+    return f"{fence}{lang}\n{body}{fence}"
+
+
+def _cell(text: str) -> str:
+    return defuse(_one_line(text, 200)).replace("|", "\\|")
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m {secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
+
+
+def _mark(ok: bool | None) -> str:
+    return "✅" if ok else ("➖" if ok is None else "❌")
+
+
+# --------------------------------------------------------------------------- pull request
+
+
+def pr_title(result: RepairSummary) -> str:
+    """``ARCS: fix #12: <issue title>`` / ``ARCS: fix failing test tests/test_x.py::test_y`` …"""
+    if result.kind == "issue" and result.issue_number is not None:
+        what = f"fix #{result.issue_number}"
+        if result.issue_title.strip():
+            what += f": {result.issue_title.strip()}"
+    elif len(result.target_tests) == 1:
+        what = f"fix failing test {result.target_tests[0]}"
+    elif result.target_tests:
+        what = f"fix {len(result.target_tests)} failing tests"
+    elif result.failing_job:
+        what = f"fix the failing {result.failing_job} job"
+    elif result.failure_summary.strip():
+        what = f"fix {result.failure_summary.strip().splitlines()[0]}"
+    else:
+        what = "fix the CI failure"
+    return _one_line(f"ARCS: {what}", MAX_TITLE_CHARS)
+
+
+def verification_table(result: RepairSummary) -> str:
+    """The Markdown table: target tests before -> after, regression suite, each gate."""
+    rows = ["| Check | Before | After |", "| --- | --- | --- |"]
+    before = result.tests_before
+    after = result.tests_after
+    targets = len(result.target_tests)
+    name = f"Target tests ({targets})" if targets else "Target tests"
+    rows.append(
+        f"| {name} | {_mark(before.ok) + ' ' + before.label() if before else '—'} "
+        f"| {_mark(after.ok) + ' ' + after.label() if after else '—'} |"
+    )
+    if result.regression or result.regression_passed is not None:
+        if result.regression:
+            text = _cell(result.regression)
+        else:
+            text = "passed" if result.regression_passed else "failed"
+        rows.append(f"| Regression suite | — | {_mark(result.regression_passed)} {text} |")
+    for gate, passed, detail in result.gates:
+        text = _cell(detail) if detail else ("passed" if passed else "failed")
+        rows.append(f"| Gate: {_cell(gate)} | — | {_mark(passed)} {text} |")
+    return "\n".join(rows)
+
+
+def cost_table(result: RepairSummary) -> str:
+    """Tokens, USD, rounds, wall time and tier, as a one-row table."""
+    return "\n".join(
+        [
+            "| Tokens | Cost (USD) | Rounds | Wall time | Tier |",
+            "| ---: | ---: | ---: | ---: | --- |",
+            f"| {result.tokens:,} | ${result.cost_usd:.4f} | {result.rounds} | "
+            f"{_duration(result.duration_s)} | {_cell(result.tier or '—')} |",
+        ]
+    )
+
+
+def _details(summary: str, content: str) -> str:
+    return f"<details>\n<summary>{summary}</summary>\n\n{content}\n\n</details>"
+
+
+def pr_body(
+    result: RepairSummary,
+    *,
+    dashboard_url: str = "",
+    trace_markdown: str | None = None,
+) -> str:
+    """The pull request body: summary, root cause, what changed, verification, cost, trace.
+
+    Fits GitHub's limit: the trace is cut first, then the diff, then the explanation.
+    """
+    trace = result.trace_markdown if trace_markdown is None else trace_markdown
+    stats = result.stats
+    summary_lines = []
+    if result.kind == "issue" and result.issue_number is not None:
+        summary_lines.append(f"Fixes #{result.issue_number}.")
+        summary_lines.append("")
+    if result.failure_summary.strip():
+        summary_lines.append(defuse(result.failure_summary.strip()))
+    elif result.kind == "ci":
+        summary_lines.append("A CI job failed on this branch; ARCS reproduced the failure and repaired it.")
+    if result.failing_run_url:
+        job = f" ({_cell(result.failing_job)})" if result.failing_job else ""
+        summary_lines.append(f"\nFailing run{job}: {result.failing_run_url}")
+    if result.head_sha:
+        summary_lines.append(f"Failing commit: {result.head_sha}")
+    if result.target_tests:
+        shown = result.target_tests[:20]
+        tests = "\n".join(f"- `{t.replace('`', '')}`" for t in shown)
+        more = (
+            f"\n- … and {len(result.target_tests) - len(shown)} more" if len(result.target_tests) > 20 else ""
+        )
+        summary_lines.append(f"\nTarget tests:\n{tests}{more}")
+
+    changed = [stats.label()]
+    changed.extend(f"- `{path.replace('`', '')}`" for path in stats.files[:50])
+    if len(stats.files) > 50:
+        changed.append(f"- … and {len(stats.files) - 50} more")
+
+    footer_lines = ["---"]
+    links = []
+    if dashboard_url:
+        links.append(f"[Trace on the ARCS dashboard]({dashboard_url})")
+    if result.attempt_url:
+        links.append(f"[Attempt {result.attempt_id or ''}]({result.attempt_url})".replace(" ]", "]"))
+    if links:
+        footer_lines.append(" · ".join(links))
+    footer_lines.append(
+        "ARCS opened this pull request. Review it like any other change; "
+        "comment `/arcs revise <instructions>` to ask for changes."
+    )
+    footer_lines.append(PR_MARKER)
+
+    def build(root: str, diff: str, trace_text: str) -> str:
+        parts = [
+            "## Summary",
+            "\n".join(summary_lines),
+            "## Root cause",
+            root or "_No explanation was recorded._",
+            "## What changed",
+            "\n".join(changed),
+        ]
+        if diff:
+            parts.append(_details("Diff", fenced(diff, "diff")))
+        parts += ["## Verification", verification_table(result), "## Cost", cost_table(result), "## Trace"]
+        if trace_text:
+            parts.append(_details("Repair trace", trace_text))
+        else:
+            parts.append("_No trace recorded._")
+        parts.append("\n".join(footer_lines))
+        return "\n\n".join(parts) + "\n"
+
+    root = defuse(result.root_cause.strip())
+    diff = result.diff
+    trace_text = defuse(trace.strip())
+    body = build(root, diff, trace_text)
+    # Shrink in order of least value per character: trace, diff, explanation.
+    for stage in ("trace", "diff", "root"):
+        over = len(body) - BODY_BUDGET
+        if over <= 0:
+            break
+        if stage == "trace" and trace_text:
+            keep = len(trace_text) - over - 64
+            trace_text = (
+                truncate(trace_text, keep, note="\n\n… (trace truncated)")
+                if keep >= 200
+                else "_The trace is too long for a pull request body; see the dashboard._"
+            )
+        elif stage == "diff" and diff:
+            keep = len(diff) - over - 64
+            diff = truncate(diff, keep, note="\n… (diff truncated)\n") if keep >= 200 else ""
+        elif stage == "root":
+            root = truncate(root, max(0, len(root) - over - 64))
+        body = build(root, diff, trace_text)
+    if len(body) > BODY_BUDGET:  # pathological summaries: hard cut, keep the marker
+        body = truncate(body, BODY_BUDGET - len(PR_MARKER) - 1) + "\n" + PR_MARKER
+    return body
+
+
+# --------------------------------------------------------------------------- check run
+
+
+def check_run_conclusion(result: RepairSummary | None, *, skipped: bool = False) -> str:
+    """``success`` when a fix was found, ``skipped`` when ARCS did not try, else ``neutral``.
+
+    Never ``failure``: the commit is already red because of its own CI; ARCS not finding a fix is
+    information, not a second failure.
+    """
+    if skipped:
+        return "skipped"
+    return "success" if result is not None and result.fixed else "neutral"
+
+
+def check_run_output(
+    status: CheckStatus,
+    result: RepairSummary | None = None,
+    *,
+    reason: str = "",
+    pr_url: str = "",
+    dashboard_url: str = "",
+) -> dict[str, str]:
+    """``output`` for the "ARCS" check run (``title``, ``summary``, optional ``text``)."""
+    if status == "queued":
+        title, summary = "Queued", "ARCS will try to repair this failure."
+    elif status == "in_progress":
+        title, summary = "Repairing…", "ARCS is reproducing the failure and searching for a fix."
+    elif result is not None and result.fixed:
+        title = "Fix proposed" if pr_url else "Fix found"
+        summary = f"ARCS found a fix: {pr_url}" if pr_url else "ARCS found a fix."
+        stats = result.stats
+        summary += f"\n\n{stats.label()}."
+    else:
+        why = reason or (result.reason if result is not None else "") or "no verified fix"
+        title = f"No fix: {_one_line(why, 80)}"
+        summary = f"ARCS did not open a pull request: {defuse(_one_line(why, 2000))}"
+    if result is not None and status == "completed":
+        summary += "\n\n## Verification\n\n" + verification_table(result)
+        summary += "\n\n## Cost\n\n" + cost_table(result)
+    if dashboard_url:
+        summary += f"\n\n[Trace on the ARCS dashboard]({dashboard_url})"
+    output = {
+        "title": _one_line(title, MAX_CHECK_TITLE),
+        "summary": truncate(summary, MAX_CHECK_TEXT),
+    }
+    if result is not None and status == "completed":
+        text_parts = []
+        if result.root_cause.strip():
+            text_parts.append("## Root cause\n\n" + defuse(result.root_cause.strip()))
+        if result.trace_markdown.strip():
+            text_parts.append("## Trace\n\n" + defuse(result.trace_markdown.strip()))
+        if text_parts:
+            output["text"] = truncate("\n\n".join(text_parts), MAX_CHECK_TEXT)
+    return output
+
+
+# --------------------------------------------------------------------------- comments
+
+
+def status_marker(attempt_id: str | int) -> str:
+    """The hidden marker that identifies the status comment of one attempt."""
+    value = re.sub(r"[^A-Za-z0-9._:/-]", "-", str(attempt_id)) or "-"
+    return _STATUS_MARKER.format(attempt=value)
+
+
+def find_status_marker(body: str) -> str | None:
+    """The attempt id of the status marker in ``body`` (None when there is none)."""
+    match = STATUS_MARKER_RE.search(body)
+    return match.group(1) if match else None
+
+
+_STATUS_TEXT: dict[str, str] = {
+    "queued": "👀 ARCS queued a repair.",
+    "working": "⏳ ARCS is working on a fix: reproducing the failure, then searching for a change.",
+    "pr_opened": "✅ ARCS opened a pull request with a fix",
+    "pr_updated": "✅ ARCS updated its pull request with a new fix",
+    "no_fix": "❌ ARCS did not find a fix",
+    "skipped": "➖ ARCS skipped this",
+    "error": "⚠️ ARCS failed while working on this",
+}
+
+
+def status_comment(
+    state: StatusState,
+    *,
+    attempt_id: str | int,
+    reason: str = "",
+    pr_url: str = "",
+    attempt_url: str = "",
+) -> str:
+    """The single status comment of an attempt, edited in place as the attempt progresses."""
+    line = _STATUS_TEXT[state]
+    if state in ("pr_opened", "pr_updated"):
+        line += f": {pr_url}" if pr_url else "."
+    elif state in ("no_fix", "skipped", "error"):
+        line += f": {defuse(_one_line(reason, 500))}" if reason.strip() else "."
+    parts = [line]
+    if attempt_url:
+        parts.append(f"[Attempt {attempt_id} on the dashboard]({attempt_url})")
+    parts.append(status_marker(attempt_id))
+    return "\n\n".join(parts)
+
+
+_REFUSALS: dict[str, str] = {
+    "permission": "ARCS only takes commands from people with write, maintain or admin permission on this repository.",
+    "rate_limit": "ARCS has reached this repository's limit of pull requests per day (`max_prs_per_day` in `.arcs.yml`).",
+    "open_prs": "ARCS already has the maximum number of open pull requests here (`max_open_prs` in `.arcs.yml`).",
+    "disabled": "This trigger is turned off in this repository's `.arcs.yml` (`triggers`).",
+    "unrepairable": "ARCS does not repair this kind of failure: the code is not what is broken.",
+    "busy": "ARCS is already working on this; its status comment will say when it is done.",
+    "fork": "ARCS does not push to or run code from forks.",
+}
+
+
+def refusal_comment(kind: RefusalKind, detail: str = "") -> str:
+    """Why ARCS will not do what was asked (one short paragraph; ``detail`` is untrusted)."""
+    text = _REFUSALS[kind]
+    if detail.strip():
+        text += f"\n\n{defuse(_one_line(detail, 1000))}"
+    return text
+
+
+def help_comment() -> str:
+    """The answer to ``/arcs help``."""
+    return HELP_TEXT
+
+
+def config_error_comment(error: BaseException | str) -> str:
+    """The message for a malformed ``.arcs.yml``: the error names the key; defaults are not used
+    silently for a file the user believes is in effect."""
+    message = error if isinstance(error, str) else getattr(error, "message", str(error))
+    key = getattr(error, "key", None)
+    lines = [
+        "⚠️ ARCS could not read this repository's `.arcs.yml`:",
+        "",
+        fenced(_one_line(str(message), 1000)),
+    ]
+    if key:
+        lines += [
+            "",
+            f"Fix the `{key}` key on the default branch and ARCS will pick it up on the next event.",
+        ]
+    else:
+        lines += ["", "Fix the file on the default branch and ARCS will pick it up on the next event."]
+    return "\n".join(lines)
+
+
+def unrepairable_summary(failure_class: str, reason: str, *, job: str = "") -> str:
+    """The note ARCS leaves (when ``notify_unrepairable`` is on) for a failure it will not repair."""
+    where = f" in job {_cell(job)}" if job else ""
+    return (
+        f"ARCS looked at this failure{where} and did not try to repair it: it is a `{failure_class}` "
+        f"failure. {defuse(_one_line(reason, 500))}"
+    )

@@ -1,0 +1,314 @@
+"""The full ``.arcs.yml`` schema the App reads from a repository's default branch.
+
+``test``, ``setup``, ``timeout_s`` and ``memory_mb`` are parsed by :func:`runners.config.parse_repo_config`
+(one parser for the CLI and the App); this module adds the App's keys and rejects unknown ones::
+
+    triggers:                 # which events start a repair (all on by default)
+      ci: true                #   a failed workflow run
+      issues: true            #   an issue labelled with `label`
+      comments: true          #   "/arcs fix" in a comment
+    label: arcs               # the issue label that asks for a repair
+    branches: ["main", "release/*"]   # CI failures on these branches are repaired (globs; default: all)
+    setup: pip install -e .
+    test: python -m pytest -q
+    timeout_s: 900
+    memory_mb: 4096
+    tier: auto                # 0 | small | medium | large | auto
+    budget: {iterations: 5, usd: 2.0, wall_s: 1800}
+    max_prs_per_day: 5        # per repository
+    max_open_prs: 3           # ARCS pull requests open at once in the repository
+    draft: true               # open pull requests as drafts
+    pr_labels: [arcs]         # labels put on ARCS' pull requests
+    paths:
+      allowed: ["src/**"]     # gitignore-style; empty: everything not denied
+      denied: [".github/workflows/**"]
+    notify_unrepairable: false   # comment / check-run summary when a CI failure is not repairable
+
+Errors name the key: ``.arcs.yml: budget.usd: expected a number, got 'lots'``; an unknown key is an
+error with a did-you-mean (a typo must not silently turn a setting off).
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pathspec
+
+from bot.errors import ConfigError
+from jobs.repair.budget import Budget
+from jobs.repair.tiers import TIER_REQUESTS, TierRequest
+from runners.config import CONFIG_NAMES, RepoConfig, parse_repo_config
+
+RUNNER_KEYS = ("test", "setup", "timeout_s", "memory_mb")
+TOP_KEYS = (
+    "triggers",
+    "label",
+    "branches",
+    *RUNNER_KEYS,
+    "tier",
+    "budget",
+    "max_prs_per_day",
+    "max_open_prs",
+    "draft",
+    "pr_labels",
+    "paths",
+    "notify_unrepairable",
+)
+TRIGGER_KEYS = ("ci", "issues", "comments")
+BUDGET_KEYS = ("iterations", "usd", "wall_s")
+PATHS_KEYS = ("allowed", "denied")
+DEFAULT_DENIED: tuple[str, ...] = (".github/workflows/",)
+"""Workflow files: changing them needs the ``workflows`` permission ARCS does not ask for."""
+
+
+class ArcsConfigError(ConfigError):
+    """A malformed ``.arcs.yml``; :attr:`key` is the dotted key at fault (None: the file itself)."""
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+@dataclass(frozen=True, slots=True)
+class Triggers:
+    """Which events start a repair."""
+
+    ci: bool = True
+    issues: bool = True
+    comments: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetConfig:
+    """Per-attempt budget overrides (None: ARCS' default)."""
+
+    iterations: int | None = None
+    usd: float | None = None
+    wall_s: float | None = None
+
+    def apply(self, base: Budget) -> Budget:
+        """``base`` with the configured dimensions replaced."""
+        changes: dict[str, Any] = {
+            name: value for name in BUDGET_KEYS if (value := getattr(self, name)) is not None
+        }
+        return replace(base, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class PathsConfig:
+    """Which files a fix may touch (gitignore-style patterns)."""
+
+    allowed: tuple[str, ...] = ()
+    """Empty: every path not denied."""
+    denied: tuple[str, ...] = DEFAULT_DENIED
+
+    def allows(self, path: str) -> bool:
+        """True when a fix may change ``path`` (repository-relative, ``/``-separated)."""
+        rel = path.lstrip("/")
+        if self.denied and pathspec.GitIgnoreSpec.from_lines(self.denied).match_file(rel):
+            return False
+        return not self.allowed or bool(pathspec.GitIgnoreSpec.from_lines(self.allowed).match_file(rel))
+
+
+@dataclass(frozen=True, slots=True)
+class ArcsConfig:
+    """Everything ``.arcs.yml`` can say, with ARCS' defaults for what it does not."""
+
+    triggers: Triggers = field(default_factory=Triggers)
+    label: str = "arcs"
+    branches: tuple[str, ...] = ("*",)
+    setup: str | None = None
+    test: str | None = None
+    timeout_s: float | None = None
+    memory_mb: int | None = None
+    tier: TierRequest = "auto"
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    max_prs_per_day: int = 5
+    max_open_prs: int = 3
+    draft: bool = True
+    pr_labels: tuple[str, ...] = ("arcs",)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    notify_unrepairable: bool = False
+    path: str | None = None
+    """The file this came from (None: no file, all defaults)."""
+
+    def watches(self, branch: str) -> bool:
+        """True when CI failures on ``branch`` are repaired (``fnmatch`` globs, ``*`` spans ``/``)."""
+        return any(fnmatch.fnmatchcase(branch, pattern) for pattern in self.branches)
+
+    def repo_config(self) -> RepoConfig:
+        """The runner part, as :mod:`runners.config` knows it."""
+        return RepoConfig(
+            test=self.test,
+            setup=self.setup,
+            timeout_s=self.timeout_s,
+            memory_mb=self.memory_mb,
+            path=Path(self.path) if self.path else None,
+        )
+
+
+# --------------------------------------------------------------------------- parsing helpers
+
+
+def _fail(name: str, key: str, message: str) -> ArcsConfigError:
+    return ArcsConfigError(f"{name}: {key}: {message}", key=key)
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _unknown(name: str, data: Mapping[str, Any], known: Sequence[str], prefix: str = "") -> None:
+    unknown = [k for k in data if k not in known]
+    if not unknown:
+        return
+    key = unknown[0]
+    close = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.6)
+    hint = f" (did you mean `{prefix}{close[0]}`?)" if close else f" (known: {', '.join(known)})"
+    more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
+    raise ArcsConfigError(f"{name}: unknown key `{prefix}{key}`{more}{hint}", key=f"{prefix}{key}")
+
+
+def _mapping(name: str, key: str, value: object) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise _fail(name, key, f"expected a mapping, got {_show(value)}")
+    return value
+
+
+def _bool(name: str, key: str, value: object, default: bool) -> bool:
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise _fail(name, key, f"expected true or false, got {_show(value)}")
+    return value
+
+
+def _int(name: str, key: str, value: object, default: int, *, minimum: int = 0) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _fail(name, key, f"expected a whole number, got {_show(value)}")
+    if value < minimum:
+        raise _fail(name, key, f"expected a number >= {minimum}, got {value}")
+    return value
+
+
+def _number(name: str, key: str, value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _fail(name, key, f"expected a number, got {_show(value)}")
+    if value <= 0:
+        raise _fail(name, key, f"expected a positive number, got {value}")
+    return float(value)
+
+
+def _text(name: str, key: str, value: object, default: str) -> str:
+    if value is None:
+        return default
+    if not isinstance(value, str) or not value.strip():
+        raise _fail(name, key, f"expected a non-empty string, got {_show(value)}")
+    return value.strip()
+
+
+def _strings(name: str, key: str, value: object, default: tuple[str, ...]) -> tuple[str, ...]:
+    if value is None:
+        return default
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(item, str) and item.strip() for item in value):
+        raise _fail(name, key, f"expected a list of non-empty strings, got {_show(value)}")
+    return tuple(item.strip() for item in value)
+
+
+def _patterns(name: str, key: str, value: object, default: tuple[str, ...]) -> tuple[str, ...]:
+    patterns = _strings(name, key, value, default)
+    try:
+        pathspec.GitIgnoreSpec.from_lines(patterns)
+    except (ValueError, TypeError) as exc:
+        raise _fail(name, key, f"not a valid gitignore-style pattern list: {exc}") from exc
+    return patterns
+
+
+# --------------------------------------------------------------------------- the parser
+
+
+def parse_arcs_config(text: str, *, path: str = ".arcs.yml") -> ArcsConfig:
+    """Parse the text of ``.arcs.yml``; :class:`ArcsConfigError` (a ConfigError) names the key."""
+    name = Path(path).name
+    try:
+        runner = parse_repo_config(text, path=Path(path))
+    except ArcsConfigError:
+        raise
+    except ConfigError as exc:
+        key = next((k for k in RUNNER_KEYS if f"`{k}`" in exc.message), None)
+        raise ArcsConfigError(exc.message, key=key) from exc
+    data = dict(runner.extra)
+    _unknown(name, data, TOP_KEYS)
+
+    triggers_data = _mapping(name, "triggers", data.get("triggers"))
+    _unknown(name, triggers_data, TRIGGER_KEYS, "triggers.")
+    triggers = Triggers(
+        **{key: _bool(name, f"triggers.{key}", triggers_data.get(key), True) for key in TRIGGER_KEYS}
+    )
+
+    budget_data = _mapping(name, "budget", data.get("budget"))
+    _unknown(name, budget_data, BUDGET_KEYS, "budget.")
+    iterations = budget_data.get("iterations")
+    budget = BudgetConfig(
+        iterations=None if iterations is None else _int(name, "budget.iterations", iterations, 0, minimum=1),
+        usd=_number(name, "budget.usd", budget_data.get("usd")),
+        wall_s=_number(name, "budget.wall_s", budget_data.get("wall_s")),
+    )
+
+    paths_data = _mapping(name, "paths", data.get("paths"))
+    _unknown(name, paths_data, PATHS_KEYS, "paths.")
+    paths = PathsConfig(
+        allowed=_patterns(name, "paths.allowed", paths_data.get("allowed"), ()),
+        denied=_patterns(name, "paths.denied", paths_data.get("denied"), DEFAULT_DENIED),
+    )
+
+    tier_value = data.get("tier")
+    tier: TierRequest = "auto"
+    if tier_value is not None:
+        wanted = str(tier_value).strip().lower() if isinstance(tier_value, str | int) else None
+        match = next((t for t in TIER_REQUESTS if t == wanted), None)
+        if isinstance(tier_value, bool) or match is None:
+            raise _fail(name, "tier", f"expected one of {', '.join(TIER_REQUESTS)}, got {_show(tier_value)}")
+        tier = match
+
+    return ArcsConfig(
+        triggers=triggers,
+        label=_text(name, "label", data.get("label"), "arcs"),
+        branches=_strings(name, "branches", data.get("branches"), ("*",)),
+        setup=runner.setup,
+        test=runner.test,
+        timeout_s=runner.timeout_s,
+        memory_mb=runner.memory_mb,
+        tier=tier,
+        budget=budget,
+        max_prs_per_day=_int(name, "max_prs_per_day", data.get("max_prs_per_day"), 5),
+        max_open_prs=_int(name, "max_open_prs", data.get("max_open_prs"), 3),
+        draft=_bool(name, "draft", data.get("draft"), True),
+        pr_labels=_strings(name, "pr_labels", data.get("pr_labels"), ("arcs",)),
+        paths=paths,
+        notify_unrepairable=_bool(name, "notify_unrepairable", data.get("notify_unrepairable"), False),
+        path=path,
+    )
+
+
+def load_arcs_config(read: Callable[[str], str | None]) -> ArcsConfig:
+    """The first of ``.arcs.yml``/``.arcs.yaml`` that ``read(path)`` returns (defaults when none)."""
+    for candidate in CONFIG_NAMES:
+        text = read(candidate)
+        if text is not None:
+            return parse_arcs_config(text, path=candidate)
+    return ArcsConfig()

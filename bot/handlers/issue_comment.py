@@ -1,0 +1,104 @@
+"""``issue_comment`` -> ``/arcs`` commands (see :mod:`bot.commands`).
+
+The request path only parses; the worker (``handle_command``) checks the author's permission
+through the API (write, maintain or admin; the payload's ``author_association`` is not trusted)
+and replies: the result, a refusal, or the parse error carried in ``error``.
+
+Refused here without a reply: comments by bots, ARCS's own account included (replying to a bot
+invites loops) and comments without a command. Edited comments are never executed (the text
+someone approved may not be the text that runs); when an edited comment contains a command,
+the worker replies once per comment asking for a new comment (``refusal: "edited"``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bot.commands import Command, CommandError, parse_command
+from bot.handlers import present
+from bot.routing import Decision, RouteContext, Router, enqueue, ignore
+
+if TYPE_CHECKING:
+    from githubkit_schemas.latest.models import WebhookIssueCommentCreated, WebhookIssueCommentEdited
+
+router = Router("issue_comment")
+
+
+def _is_bot(login: str, user_type: str | None, settings_login: str) -> bool:
+    return (
+        user_type == "Bot"
+        or login.casefold() == settings_login.casefold()
+        or login.casefold().endswith("[bot]")
+    )
+
+
+def _base_args(event: Any) -> dict[str, Any]:
+    issue = event.issue
+    comment = event.comment
+    return {
+        "issue_number": issue.number,
+        "is_pull_request": present(issue.pull_request) is not None,
+        "issue_author": issue.user.login if issue.user is not None else None,
+        "comment_id": comment.id,
+        "comment_url": comment.html_url,
+        "author": comment.user.login if comment.user is not None else None,
+        "author_association": comment.author_association,
+    }
+
+
+def _bot_author(event: Any, ctx: RouteContext) -> str | None:
+    user = event.comment.user
+    if user is None:
+        return "the comment has no author (deleted account)"
+    if _is_bot(user.login, present(user.type), ctx.settings.bot_login):
+        return f"comment by the bot {user.login} (bots cannot run commands)"
+    return None
+
+
+@router.on("issue_comment", "created")
+def created(event: WebhookIssueCommentCreated, ctx: RouteContext) -> Decision:
+    """Parse the comment; enqueue ``handle_command`` with the command or the parse error."""
+    refused = _bot_author(event, ctx)
+    if refused:
+        return ignore(refused)
+    parsed = parse_command(event.comment.body)
+    if parsed is None:
+        return ignore("no /arcs command in the comment")
+    args = _base_args(event)
+    if isinstance(parsed, Command) and parsed.verb == "revise":
+        parsed = _check_revise(args, ctx) or parsed
+    if isinstance(parsed, CommandError):
+        args.update(command=None, error=parsed.message, refusal=None)
+    else:
+        args.update(command=parsed.as_dict(), error=None, refusal=None)
+    repo = event.repository.full_name
+    return enqueue(ctx.job("handle_command", args, key=f"cmd:{repo}:{event.comment.id}", repo=repo))
+
+
+def _check_revise(args: dict[str, Any], ctx: RouteContext) -> CommandError | None:
+    """``/arcs revise`` only makes sense on a pull request opened by ARCS (re-checked by the worker)."""
+    line = "/arcs revise"
+    if not args["is_pull_request"]:
+        return CommandError("`/arcs revise` works on ARCS pull requests, not on issues.", line)
+    author = args["issue_author"] or ""
+    if author.casefold() != ctx.settings.bot_login.casefold():
+        return CommandError(
+            "`/arcs revise` works on pull requests opened by ARCS; this one was opened by "
+            f"@{author or 'someone else'}.",
+            line,
+        )
+    return None
+
+
+@router.on("issue_comment", "edited")
+def edited(event: WebhookIssueCommentEdited, ctx: RouteContext) -> Decision:
+    """Never run an edited comment; ask (once per comment) for a new one when it has a command."""
+    refused = _bot_author(event, ctx)
+    if refused:
+        return ignore(refused)
+    if parse_command(event.comment.body) is None:
+        return ignore("edited comment without an /arcs command")
+    args = _base_args(event)
+    args.update(command=None, error=None, refusal="edited")
+    repo = event.repository.full_name
+    return enqueue(ctx.job("handle_command", args, key=f"cmd:{repo}:{event.comment.id}:edited", repo=repo))

@@ -1,0 +1,46 @@
+"""``pull_request`` closed -> record merged/closed for ARCS's pull requests (accepted-fix rate).
+
+A pull request is ARCS's when its head branch starts with ``arcs/`` in the same repository
+(a fork can name a branch ``arcs/…`` too, so the head repository must be the base repository)
+or when the app's bot account opened it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bot.handlers import iso
+from bot.routing import ARCS_BRANCH_PREFIX, Decision, RouteContext, Router, enqueue, ignore
+
+if TYPE_CHECKING:
+    from githubkit_schemas.latest.models import WebhookPullRequestClosed
+
+router = Router("pull_request")
+
+
+@router.on("pull_request", "closed")
+def closed(event: WebhookPullRequestClosed, ctx: RouteContext) -> Decision:
+    """Enqueue ``record_pr_outcome`` when an ARCS pull request is merged or closed."""
+    pr = event.pull_request
+    head_repo = pr.head.repo
+    same_repo = head_repo is not None and head_repo.id == event.repository.id
+    by_arcs = pr.user.login.casefold() == ctx.settings.bot_login.casefold()
+    if not (by_arcs or (same_repo and pr.head.ref.startswith(ARCS_BRANCH_PREFIX))):
+        return ignore(f"pull request #{pr.number} is not an ARCS pull request")
+    repo = event.repository.full_name
+    closed_at = iso(pr.closed_at)
+    return enqueue(
+        ctx.job(
+            "record_pr_outcome",
+            {
+                "number": pr.number,
+                "merged": bool(pr.merged),
+                "head_ref": pr.head.ref,
+                "head_sha": pr.head.sha,
+                "closed_at": closed_at,
+                "merged_at": iso(pr.merged_at),
+            },
+            key=f"pr-outcome:{repo}#{pr.number}:{closed_at}",
+            repo=repo,
+        )
+    )

@@ -1,0 +1,172 @@
+"""Webhook routing: ``(event, action)`` -> a pure handler -> the jobs to enqueue.
+
+Each concern has its own module under :mod:`bot.handlers` with its own :class:`Router`; this
+module composes them (:func:`build_router`). Handlers receive the githubkit event model (already
+parsed and validated) and a :class:`RouteContext`, and return a :class:`Decision`: the
+:class:`~jobs.messages.JobRequest` s to enqueue, or why nothing is enqueued. They do no I/O, so
+they are unit-testable without HTTP, a database or a broker.
+
+What handlers deliberately do *not* decide (it needs the GitHub API, which the request path never
+calls): the repository's ``.arcs.yml`` (watched branches, the trigger label), the retry cap on
+``arcs/*`` branches and the permission of a commenter. Handlers use the defaults (every branch,
+label ``arcs``) and mark what the worker must re-check; the worker refuses with a message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from bot.settings import Settings
+from jobs.messages import ActorName, JobRequest
+
+DEFAULT_LABEL = "arcs"
+"""The issue label that asks ARCS for a fix (a repository's ``.arcs.yml`` may name another one;
+the worker re-checks it)."""
+
+ARCS_BRANCH_PREFIX = "arcs/"
+"""Branches ARCS pushes its fixes to; CI failures there are retries, capped by the worker."""
+
+
+@dataclass(frozen=True, slots=True)
+class RouteContext:
+    """What a handler knows besides the event: settings and the delivery's identity."""
+
+    settings: Settings
+    delivery_id: str
+    event: str
+    installation_id: int | None = None
+    repo_full_name: str | None = None
+
+    def log_context(self) -> dict[str, str]:
+        """The structlog context carried into the worker (see ``jobs.messages.CONTEXT_KEYS``)."""
+        ctx = {"delivery_id": self.delivery_id, "event": self.event}
+        if self.installation_id is not None:
+            ctx["installation_id"] = str(self.installation_id)
+        if self.repo_full_name:
+            ctx["repo"] = self.repo_full_name
+        return ctx
+
+    def job(
+        self,
+        actor: ActorName,
+        args: Mapping[str, Any],
+        *,
+        key: str,
+        repo: str | None = None,
+    ) -> JobRequest:
+        """Build a job carrying the common args (``repo``, ``installation_id``, ``delivery_id``)."""
+        repo_name = repo or self.repo_full_name
+        context = self.log_context()
+        if repo_name:
+            context["repo"] = repo_name
+        common: dict[str, Any] = {
+            "repo": repo_name,
+            "installation_id": self.installation_id,
+            "delivery_id": self.delivery_id,
+        }
+        return JobRequest(actor=actor, args={**common, **args}, context=context, idempotency_key=key)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A handler's answer: jobs to enqueue, or an empty tuple and the reason nothing is done."""
+
+    jobs: tuple[JobRequest, ...] = ()
+    reason: str | None = None
+
+    @property
+    def queued(self) -> bool:
+        """Whether there is anything to enqueue."""
+        return bool(self.jobs)
+
+
+def enqueue(*jobs: JobRequest) -> Decision:
+    """A decision that enqueues ``jobs``."""
+    return Decision(jobs=tuple(jobs))
+
+
+def ignore(reason: str) -> Decision:
+    """A decision that acknowledges the event and does nothing (``reason`` is recorded)."""
+    return Decision(reason=reason)
+
+
+Handler = Callable[[Any, RouteContext], Decision]
+H = TypeVar("H", bound=Callable[..., Decision])
+
+
+@dataclass
+class Router:
+    """Maps ``(event, action)`` to a handler; ``action=None`` matches every action of the event."""
+
+    name: str
+    _handlers: dict[tuple[str, str | None], Handler] = field(default_factory=dict)
+
+    def on(self, event: str, *actions: str) -> Callable[[H], H]:
+        """Decorator: register a handler for ``event`` (and the given ``actions``, or all)."""
+
+        def register(fn: H) -> H:
+            for action in actions or (None,):
+                key = (event, action)
+                if key in self._handlers:
+                    raise ValueError(f"{self.name}: {event}.{action or '*'} is already routed")
+                self._handlers[key] = fn
+            return fn
+
+        return register
+
+    def include(self, other: Router) -> None:
+        """Add every route of ``other`` (a concern's router) to this one; overlaps are a bug."""
+        for key, fn in other._handlers.items():
+            if key in self._handlers:
+                raise ValueError(f"{self.name}: {key[0]}.{key[1] or '*'} routed by two routers")
+            self._handlers[key] = fn
+
+    def events(self) -> frozenset[str]:
+        """Every event name with at least one handler (only these are parsed)."""
+        return frozenset(event for event, _ in self._handlers)
+
+    def routes(self) -> Iterator[tuple[str, str | None]]:
+        """Every registered ``(event, action)`` pair."""
+        return iter(sorted(self._handlers, key=lambda k: (k[0], k[1] or "")))
+
+    def handler_for(self, event: str, action: str | None) -> Handler | None:
+        """The handler for ``event.action`` (an exact action first, then the event's catch-all)."""
+        return self._handlers.get((event, action)) or self._handlers.get((event, None))
+
+    def route(self, event: str, action: str | None, payload: Any, ctx: RouteContext) -> Decision:
+        """Run the matching handler, or ignore the event when none is registered."""
+        handler = self.handler_for(event, action)
+        if handler is None:
+            what = f"{event}.{action}" if action else event
+            return ignore(f"{what} is not handled")
+        return handler(payload, ctx)
+
+
+def build_router() -> Router:
+    """Compose one router per concern into the app's router."""
+    # Imported here: the handler modules import this one (for Router and Decision).
+    import bot.handlers.check_suite
+    import bot.handlers.installation
+    import bot.handlers.issue_comment
+    import bot.handlers.issues
+    import bot.handlers.ping
+    import bot.handlers.pull_request
+    import bot.handlers.push
+    import bot.handlers.workflow_run
+
+    handlers = bot.handlers
+    app = Router("arcs")
+    for module in (
+        handlers.workflow_run,
+        handlers.check_suite,
+        handlers.issues,
+        handlers.issue_comment,
+        handlers.installation,
+        handlers.push,
+        handlers.pull_request,
+        handlers.ping,
+    ):
+        app.include(module.router)
+    return app

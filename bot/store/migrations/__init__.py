@@ -1,0 +1,1 @@
+"""Alembic migrations of the ARCS store (a package so that it ships in the wheel)."""

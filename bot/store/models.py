@@ -1,0 +1,227 @@
+"""The ARCS database: deliveries, attempts, pull requests and events (SQLAlchemy 2, typed ORM).
+
+The schema is created and evolved only by the Alembic migrations in ``bot/store/migrations``;
+these classes describe it for queries. Every timestamp is stored in UTC and read back as an
+aware ``datetime`` on SQLite too (:class:`UTCDateTime`).
+
+- ``deliveries``: one row per GitHub webhook delivery (``delivery_id`` unique), the first line of
+  idempotency for GitHub's at-least-once delivery.
+- ``attempts``: one row per repair attempt; ``idempotency_key`` is unique so a redelivered job
+  never yields a second attempt (and so never a second branch or pull request). The columns are
+  what the dashboard shows: who, what triggered it, how it ended, what it cost, the PR.
+- ``pull_requests``: the pull requests ARCS opened (``(repo, number)`` unique) and their fate.
+- ``events``: refusals, errors and notices, so that nothing fails silently.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Literal, get_args
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    DateTime,
+    Dialect,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+AttemptStatus = Literal["queued", "running", "fixed", "no_fix", "refused", "error", "skipped"]
+ATTEMPT_STATUSES: tuple[str, ...] = get_args(AttemptStatus)
+TERMINAL_STATUSES: frozenset[str] = frozenset({"fixed", "no_fix", "refused", "error", "skipped"})
+"""Statuses after which an attempt never runs again."""
+
+Trigger = Literal["ci", "issue", "comment", "revise"]
+TRIGGERS: tuple[str, ...] = get_args(Trigger)
+
+PRState = Literal["open", "merged", "closed"]
+PR_STATES: tuple[str, ...] = get_args(PRState)
+
+PublishState = Literal["publishing", "published", "failed"]
+
+DeliveryStatus = Literal["queued", "ignored", "failed"]
+DELIVERY_STATUSES: tuple[str, ...] = get_args(DeliveryStatus)
+
+EventKind = Literal["refusal", "error", "notice", "job_failed"]
+EVENT_KINDS: tuple[str, ...] = get_args(EventKind)
+
+# Stable constraint names, so later migrations can address them on every backend.
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# SQLite only auto-increments INTEGER PRIMARY KEY; PostgreSQL gets 64-bit ids.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class UTCDateTime(TypeDecorator[dt.datetime]):
+    """A timezone-aware UTC timestamp on every backend (SQLite drops the offset otherwise)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: dt.datetime | None, dialect: Dialect) -> dt.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the store; pass an aware UTC datetime")
+        return value.astimezone(dt.UTC)
+
+    def process_result_value(self, value: dt.datetime | None, dialect: Dialect) -> dt.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=dt.UTC)
+        return value.astimezone(dt.UTC)
+
+
+class Base(DeclarativeBase):
+    """Declarative base with a naming convention for constraints."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class Delivery(Base):
+    """One webhook delivery, recorded before anything is enqueued."""
+
+    __tablename__ = "deliveries"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    delivery_id: Mapped[str] = mapped_column(String(100), unique=True)
+    event: Mapped[str] = mapped_column(String(64))
+    action: Mapped[str | None] = mapped_column(String(64))
+    installation_id: Mapped[int | None] = mapped_column(BigInteger)
+    repo: Mapped[str | None] = mapped_column(String(255))
+    payload_sha256: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(Text)
+    received_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+
+
+class Attempt(Base):
+    """One repair attempt, claimed once by its idempotency key."""
+
+    __tablename__ = "attempts"
+    __table_args__ = (
+        Index("ix_attempts_repo_created_at", "repo", "created_at"),
+        Index("ix_attempts_status", "status"),
+        Index("ix_attempts_owner", "owner"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    idempotency_key: Mapped[str] = mapped_column(String(255), unique=True)
+    # who and what
+    installation_id: Mapped[int | None] = mapped_column(BigInteger)
+    repo: Mapped[str] = mapped_column(String(255))
+    owner: Mapped[str] = mapped_column(String(255))
+    """The organization or user owning ``repo`` (``repo`` is ``owner/name``)."""
+    trigger: Mapped[str] = mapped_column(String(16))
+    delivery_id: Mapped[str | None] = mapped_column(String(100))
+    requested_by: Mapped[str | None] = mapped_column(String(255))
+    head_sha: Mapped[str | None] = mapped_column(String(64))
+    head_branch: Mapped[str | None] = mapped_column(String(255))
+    base_branch: Mapped[str | None] = mapped_column(String(255))
+    run_id: Mapped[int | None] = mapped_column(BigInteger)
+    """The failed workflow run (``ci``)."""
+    issue_number: Mapped[int | None] = mapped_column(Integer)
+    """The issue or pull request the attempt answers (``issue``/``comment``/``revise``, or the PR of a CI run)."""
+    comment_id: Mapped[int | None] = mapped_column(BigInteger)
+    failure_class: Mapped[str | None] = mapped_column(String(32))
+    options: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    """Requested tier/budget overrides (``/arcs fix tier=large budget=3``)."""
+    # how it went
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    verdict: Mapped[str | None] = mapped_column(String(32))
+    reason: Mapped[str | None] = mapped_column(Text)
+    tier: Mapped[str | None] = mapped_column(String(32))
+    rounds: Mapped[int | None] = mapped_column(Integer)
+    tokens: Mapped[int | None] = mapped_column(BigInteger)
+    cost_usd: Mapped[float | None] = mapped_column(Float)
+    patch: Mapped[str | None] = mapped_column(Text)
+    """The unified diff of the fix."""
+    files: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    """New contents of the changed files (``path -> text``, ``None`` = deleted), for publishing."""
+    explanation: Mapped[str | None] = mapped_column(Text)
+    trace_path: Mapped[str | None] = mapped_column(Text)
+    trace: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    """A trace summary (the full trace lives at ``trace_path``)."""
+    # when
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+    started_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    red_build_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    """When CI went red (time-to-fix is measured from here)."""
+    # what it produced on GitHub
+    branch: Mapped[str | None] = mapped_column(String(255))
+    pr_number: Mapped[int | None] = mapped_column(Integer)
+    pr_url: Mapped[str | None] = mapped_column(Text)
+    pr_state: Mapped[str | None] = mapped_column(String(16))
+    check_run_id: Mapped[int | None] = mapped_column(BigInteger)
+    status_comment_id: Mapped[int | None] = mapped_column(BigInteger)
+    # worker bookkeeping
+    message_id: Mapped[str | None] = mapped_column(String(64))
+    """The queue message that claimed the attempt: its own retry resumes, a duplicate does not."""
+    publish_state: Mapped[str | None] = mapped_column(String(16))
+    publish_started_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+
+
+class PullRequest(Base):
+    """A pull request ARCS opened, and what became of it."""
+
+    __tablename__ = "pull_requests"
+    # One row per PR; re-recording the same PR updates it.
+    __table_args__ = (
+        Index("ix_pull_requests_attempt_id", "attempt_id"),
+        UniqueConstraint("repo", "number"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    attempt_id: Mapped[int | None] = mapped_column(
+        BigId, ForeignKey("attempts.id", ondelete="SET NULL"), nullable=True
+    )
+    repo: Mapped[str] = mapped_column(String(255))
+    number: Mapped[int] = mapped_column(Integer)
+    url: Mapped[str] = mapped_column(Text)
+    branch: Mapped[str] = mapped_column(String(255))
+    head_sha: Mapped[str | None] = mapped_column(String(64))
+    state: Mapped[str] = mapped_column(String(16), default="open")
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+    merged_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    closed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+
+
+class Event(Base):
+    """A refusal, an error or a notice, so that nothing fails silently."""
+
+    __tablename__ = "events"
+    __table_args__ = (
+        Index("ix_events_attempt_id", "attempt_id"),
+        Index("ix_events_created_at", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    message: Mapped[str] = mapped_column(Text)
+    attempt_id: Mapped[int | None] = mapped_column(
+        BigId, ForeignKey("attempts.id", ondelete="SET NULL"), nullable=True
+    )
+    delivery_id: Mapped[str | None] = mapped_column(String(100))
+    installation_id: Mapped[int | None] = mapped_column(BigInteger)
+    repo: Mapped[str | None] = mapped_column(String(255))
+    data: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())

@@ -1,0 +1,531 @@
+"""The ARCS store: deliveries, attempts, pull requests and events over SQLAlchemy.
+
+SQLite (the default, a file under ``ARCS_HOME``) and PostgreSQL (``ARCS_DATABASE_URL``) behave
+the same: every "only once" decision is a single ``INSERT … ON CONFLICT`` statement arbitrated by
+a unique constraint, never read-then-write, so two web processes or N workers racing on one
+delivery or one idempotency key get exactly one winner.
+
+On SQLite every write transaction starts with its write statement (no read first), so the
+database lock is taken at once and waits on ``busy_timeout`` instead of failing when a reader's
+snapshot would have to be upgraded.
+
+Objects returned by the read methods are detached snapshots: change rows with the ``update_*``
+methods, not by assigning attributes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import structlog
+from sqlalchemy import (
+    ColumnElement,
+    Engine,
+    and_,
+    create_engine,
+    inspect,
+    or_,
+    select,
+    text,
+    update,
+)
+from sqlalchemy import event as sa_event
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import StaticPool
+
+from bot.errors import ConfigError
+from bot.store.models import (
+    ATTEMPT_STATUSES,
+    DELIVERY_STATUSES,
+    EVENT_KINDS,
+    PR_STATES,
+    TRIGGERS,
+    Attempt,
+    Delivery,
+    Event,
+    PullRequest,
+)
+
+log = structlog.get_logger("arcs.store")
+
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+# Any constant works; it only has to be the same in every ARCS process sharing a database.
+_PG_MIGRATION_LOCK = 0x41524353  # "ARCS"
+_SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+Clock = Callable[[], dt.datetime]
+
+_ATTEMPT_FIELDS = frozenset(c.key for c in inspect(Attempt).column_attrs) - {"id", "idempotency_key"}
+
+
+class StoreUnavailable(ConnectionError):
+    """The database cannot be reached (``/readyz`` answers 503, workers retry)."""
+
+
+def utcnow() -> dt.datetime:
+    """The current time, aware, in UTC."""
+    return dt.datetime.now(dt.UTC)
+
+
+def normalize_url(url: str) -> str:
+    """Map the usual spellings to the installed drivers.
+
+    ``postgresql://`` and ``postgres://`` use psycopg 3 (``postgresql+psycopg://``); an explicit
+    driver (``postgresql+psycopg2://``) is kept as given.
+    """
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        # WAL: readers never block the writer; busy_timeout: writers wait for each other.
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={_SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+    finally:
+        cursor.close()
+
+
+def create_store_engine(url: str) -> Engine:
+    """An engine for ``url`` (SQLite or PostgreSQL) with the settings the store relies on."""
+    url = normalize_url(url)
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise ConfigError(f"ARCS_DATABASE_URL is not a database URL: {exc}") from None
+    backend = parsed.get_backend_name()
+    if backend not in ("sqlite", "postgresql"):
+        raise ConfigError(f"ARCS_DATABASE_URL: unsupported database {backend!r} (use sqlite or postgresql)")
+    try:
+        if backend == "sqlite":
+            database = parsed.database or ""
+            if database in ("", ":memory:"):
+                # One shared in-memory database for every thread (tests, quick local runs).
+                engine = create_engine(url, poolclass=StaticPool, connect_args={"check_same_thread": False})
+            else:
+                Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+                engine = create_engine(url, connect_args={"timeout": _SQLITE_BUSY_TIMEOUT_MS / 1000})
+            sa_event.listen(engine, "connect", _sqlite_pragmas)
+            return engine
+        return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+    except (NoSuchModuleError, ImportError) as exc:
+        raise ConfigError(f"ARCS_DATABASE_URL: the database driver is not installed ({exc})") from None
+
+
+@contextlib.contextmanager
+def _migration_lock(engine: Engine, conn: Any) -> Iterator[None]:
+    """Serialize migrations between processes sharing the database."""
+    if engine.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
+        conn.commit()
+        try:
+            yield
+        finally:
+            conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _PG_MIGRATION_LOCK})
+            conn.commit()
+        return
+    database = engine.url.database or ""
+    if database in ("", ":memory:"):
+        yield
+        return
+    # pysqlite runs DDL outside a transaction, so two processes creating the tables at once
+    # would collide: a lock file next to the database serializes them.
+    lock_path = Path(database).expanduser().with_name(Path(database).name + ".migrate.lock")
+    with open(lock_path, "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def migrate(engine: Engine) -> None:
+    """Upgrade the database to the newest schema (idempotent; safe with concurrent callers)."""
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    with engine.connect() as conn, _migration_lock(engine, conn):
+        config.attributes["connection"] = conn
+        command.upgrade(config, "head")
+        conn.commit()
+
+
+def _check(value: object, allowed: tuple[str, ...], what: str) -> None:
+    if value is not None and value not in allowed:
+        raise ValueError(f"{what} must be one of {', '.join(allowed)}; got {value!r}")
+
+
+def _check_attempt_fields(fields: Mapping[str, Any]) -> None:
+    unknown = set(fields) - _ATTEMPT_FIELDS
+    if unknown:
+        raise TypeError(f"unknown attempt field(s): {', '.join(sorted(unknown))}")
+    _check(fields.get("status"), ATTEMPT_STATUSES, "attempt status")
+    _check(fields.get("trigger"), TRIGGERS, "attempt trigger")
+    _check(fields.get("pr_state"), PR_STATES, "pr_state")
+    for name, value in fields.items():
+        if isinstance(value, dt.datetime) and value.tzinfo is None:
+            raise ValueError(f"{name}: naive datetime given to the store; pass an aware UTC datetime")
+
+
+class Store:
+    """Persistence for the web side (deliveries) and the workers (attempts, PRs, events).
+
+    Satisfies :class:`bot.web.ports.DeliveryStore`. Thread-safe: each call uses its own session.
+    """
+
+    def __init__(self, engine: Engine, *, clock: Clock = utcnow) -> None:
+        self.engine = engine
+        self._clock = clock
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    @classmethod
+    def open(cls, url: str, *, upgrade: bool = True, clock: Clock = utcnow) -> Store:
+        """Connect to ``url`` and (by default) upgrade the schema to head."""
+        engine = create_store_engine(url)
+        if upgrade:
+            from alembic.util.exc import CommandError
+
+            try:
+                migrate(engine)
+            except SQLAlchemyError as exc:
+                engine.dispose()
+                raise StoreUnavailable(f"database unavailable: {_one_line(exc)}") from exc
+            except CommandError as exc:
+                engine.dispose()
+                raise ConfigError(
+                    f"the database schema is not one this ARCS knows ({_one_line(exc)}); "
+                    "was it created by a newer version?"
+                ) from exc
+        return cls(engine, clock=clock)
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[Session]:
+        with self._sessions() as session, session.begin():
+            yield session
+
+    def _insert(self, model: type[Any]) -> postgresql.Insert | sqlite.Insert:
+        if self.engine.dialect.name == "postgresql":
+            return postgresql.insert(model)
+        return sqlite.insert(model)
+
+    def ping(self) -> None:
+        """Return when the database answers; raise :class:`StoreUnavailable` otherwise."""
+        try:
+            with self.engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+        except SQLAlchemyError as exc:
+            raise StoreUnavailable(f"database unavailable: {_one_line(exc)}") from exc
+
+    def close(self) -> None:
+        """Release every pooled connection."""
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # --- deliveries -------------------------------------------------------------------------
+
+    def record_delivery(
+        self,
+        delivery_id: str,
+        event: str,
+        action: str | None,
+        installation_id: int | None,
+        repo: str | None,
+        payload_sha256: str,
+        status: str,
+        reason: str | None,
+    ) -> bool:
+        """Record a webhook delivery once; ``False`` for a duplicate.
+
+        A delivery previously marked ``failed`` is re-claimable: recording it again overwrites
+        the row and returns ``True`` (one statement, so concurrent redeliveries get one winner).
+        """
+        _check(status, DELIVERY_STATUSES, "delivery status")
+        now = self._clock()
+        values: dict[str, Any] = {
+            "delivery_id": delivery_id,
+            "event": event,
+            "action": action,
+            "installation_id": installation_id,
+            "repo": repo,
+            "payload_sha256": payload_sha256,
+            "status": status,
+            "reason": reason,
+            "received_at": now,
+            "updated_at": now,
+        }
+        insert = self._insert(Delivery)
+        stmt = (
+            insert.values(**values)
+            .on_conflict_do_update(
+                index_elements=[Delivery.delivery_id],
+                set_={k: insert.excluded[k] for k in values if k != "delivery_id"},
+                where=Delivery.status == "failed",
+            )
+            .returning(Delivery.id)
+        )
+        with self._write() as session:
+            return session.execute(stmt).scalar_one_or_none() is not None
+
+    def mark_delivery(self, delivery_id: str, status: str, reason: str | None) -> None:
+        """Set the status of a recorded delivery; ``KeyError`` when it was never recorded."""
+        _check(status, DELIVERY_STATUSES, "delivery status")
+        stmt = (
+            update(Delivery)
+            .where(Delivery.delivery_id == delivery_id)
+            .values(status=status, reason=reason, updated_at=self._clock())
+        )
+        with self._write() as session:
+            if session.execute(stmt).rowcount == 0:  # type: ignore[attr-defined]
+                raise KeyError(delivery_id)
+
+    def get_delivery(self, delivery_id: str) -> Delivery | None:
+        """The recorded delivery, if any."""
+        with self._sessions() as session:
+            return session.scalars(select(Delivery).where(Delivery.delivery_id == delivery_id)).first()
+
+    # --- attempts ---------------------------------------------------------------------------
+
+    def claim_attempt(self, key: str, **fields: Any) -> tuple[Attempt, bool]:
+        """Create the attempt for ``key`` unless it exists: ``(attempt, created)``.
+
+        ``fields`` are :class:`~bot.store.models.Attempt` columns (``repo`` and ``trigger`` are
+        needed to create; ``owner`` defaults to the part of ``repo`` before the slash). Exactly
+        one concurrent caller per key gets ``created=True``; the others get the winner's row.
+        """
+        _check_attempt_fields(fields)
+        values = dict(fields)
+        values.setdefault("status", "queued")
+        values.setdefault("created_at", self._clock())
+        if "repo" in values and "owner" not in values:
+            values["owner"] = str(values["repo"]).split("/", 1)[0]
+        stmt = (
+            self._insert(Attempt)
+            .values(idempotency_key=key, **values)
+            .on_conflict_do_nothing(index_elements=[Attempt.idempotency_key])
+            .returning(Attempt.id)
+        )
+        with self._write() as session:
+            inserted = session.execute(stmt).scalar_one_or_none()
+            attempt = session.scalars(select(Attempt).where(Attempt.idempotency_key == key)).one()
+        return attempt, inserted is not None
+
+    def update_attempt(self, attempt_id: int, **fields: Any) -> Attempt:
+        """Set columns of an attempt and return the updated row (``KeyError`` if unknown)."""
+        _check_attempt_fields(fields)
+        with self._write() as session:
+            if fields:
+                result = session.execute(update(Attempt).where(Attempt.id == attempt_id).values(**fields))
+                if result.rowcount == 0:  # type: ignore[attr-defined]
+                    raise KeyError(attempt_id)
+            attempt = session.get(Attempt, attempt_id)
+            if attempt is None:
+                raise KeyError(attempt_id)
+            return attempt
+
+    def get_attempt(self, attempt_id: int) -> Attempt | None:
+        """The attempt with this id, if any."""
+        with self._sessions() as session:
+            return session.get(Attempt, attempt_id)
+
+    def get_attempt_by_key(self, key: str) -> Attempt | None:
+        """The attempt claimed with this idempotency key, if any."""
+        with self._sessions() as session:
+            return session.scalars(select(Attempt).where(Attempt.idempotency_key == key)).first()
+
+    def attempts(
+        self,
+        *,
+        repo: str | None = None,
+        issue_number: int | None = None,
+        head_branch: str | None = None,
+        branch: str | None = None,
+        statuses: tuple[str, ...] | None = None,
+        limit: int = 100,
+    ) -> list[Attempt]:
+        """The newest attempts first, filtered by repository, issue/PR, head branch, fix branch
+        and status."""
+        stmt = select(Attempt).order_by(Attempt.created_at.desc(), Attempt.id.desc()).limit(limit)
+        if repo is not None:
+            stmt = stmt.where(Attempt.repo == repo)
+        if issue_number is not None:
+            stmt = stmt.where(Attempt.issue_number == issue_number)
+        if head_branch is not None:
+            stmt = stmt.where(Attempt.head_branch == head_branch)
+        if branch is not None:
+            stmt = stmt.where(Attempt.branch == branch)
+        if statuses is not None:
+            stmt = stmt.where(Attempt.status.in_(statuses))
+        with self._sessions() as session:
+            return list(session.scalars(stmt))
+
+    def begin_publish(self, attempt_id: int, *, stale_after: dt.timedelta) -> bool:
+        """Take the right to publish an attempt's result: ``True`` for exactly one caller.
+
+        Free when never published or after a failed publication; a ``publishing`` claim older
+        than ``stale_after`` (a crashed worker) can be taken over. Mark the end with
+        ``update_attempt(id, publish_state="published" | "failed")``.
+        """
+        now = self._clock()
+        free: ColumnElement[bool] = or_(
+            Attempt.publish_state.is_(None),
+            Attempt.publish_state == "failed",
+            and_(Attempt.publish_state == "publishing", Attempt.publish_started_at < now - stale_after),
+        )
+        stmt = (
+            update(Attempt)
+            .where(Attempt.id == attempt_id, free)
+            .values(publish_state="publishing", publish_started_at=now)
+        )
+        with self._write() as session:
+            return bool(session.execute(stmt).rowcount == 1)  # type: ignore[attr-defined]
+
+    # --- pull requests ----------------------------------------------------------------------
+
+    def record_pr(
+        self,
+        *,
+        repo: str,
+        number: int,
+        url: str,
+        branch: str,
+        attempt_id: int | None = None,
+        head_sha: str | None = None,
+        state: str = "open",
+    ) -> PullRequest:
+        """Record (or update) a pull request ARCS opened, and link it to its attempt."""
+        _check(state, PR_STATES, "pr state")
+        now = self._clock()
+        values: dict[str, Any] = {
+            "repo": repo,
+            "number": number,
+            "url": url,
+            "branch": branch,
+            "head_sha": head_sha,
+            "state": state,
+            "created_at": now,
+            "updated_at": now,
+        }
+        if attempt_id is not None:
+            values["attempt_id"] = attempt_id
+        insert = self._insert(PullRequest)
+        keep = {"repo", "number", "created_at"}
+        stmt = insert.values(**values).on_conflict_do_update(
+            index_elements=[PullRequest.repo, PullRequest.number],
+            set_={k: insert.excluded[k] for k in values if k not in keep},
+        )
+        with self._write() as session:
+            session.execute(stmt)
+            if attempt_id is not None:
+                session.execute(
+                    update(Attempt)
+                    .where(Attempt.id == attempt_id)
+                    .values(pr_number=number, pr_url=url, pr_state=state, branch=branch)
+                )
+            return session.scalars(
+                select(PullRequest).where(PullRequest.repo == repo, PullRequest.number == number)
+            ).one()
+
+    def set_pr_state(self, repo: str, number: int, state: str, *, at: dt.datetime | None = None) -> bool:
+        """Record that a pull request was merged, closed or reopened; ``False`` if ARCS did not open it."""
+        _check(state, PR_STATES, "pr state")
+        when = at or self._clock()
+        values: dict[str, Any] = {"state": state, "updated_at": self._clock()}
+        if state == "merged":
+            values.update(merged_at=when, closed_at=when)
+        elif state == "closed":
+            values["closed_at"] = when
+        else:
+            values.update(merged_at=None, closed_at=None)
+        with self._write() as session:
+            result = session.execute(
+                update(PullRequest)
+                .where(PullRequest.repo == repo, PullRequest.number == number)
+                .values(**values)
+            )
+            session.execute(
+                update(Attempt)
+                .where(Attempt.repo == repo, Attempt.pr_number == number)
+                .values(pr_state=state)
+            )
+            return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    def get_pr(self, repo: str, number: int) -> PullRequest | None:
+        """The recorded pull request, if ARCS opened it."""
+        with self._sessions() as session:
+            return session.scalars(
+                select(PullRequest).where(PullRequest.repo == repo, PullRequest.number == number)
+            ).first()
+
+    # --- events -----------------------------------------------------------------------------
+
+    def record_event(
+        self,
+        kind: str,
+        message: str,
+        *,
+        attempt_id: int | None = None,
+        delivery_id: str | None = None,
+        installation_id: int | None = None,
+        repo: str | None = None,
+        data: Mapping[str, Any] | None = None,
+    ) -> Event:
+        """Record a refusal, an error or a notice (``kind`` is one of :data:`EVENT_KINDS`)."""
+        _check(kind, EVENT_KINDS, "event kind")
+        row = Event(
+            kind=kind,
+            message=message,
+            attempt_id=attempt_id,
+            delivery_id=delivery_id,
+            installation_id=installation_id,
+            repo=repo,
+            data=dict(data) if data is not None else None,
+            created_at=self._clock(),
+        )
+        with self._write() as session:
+            session.add(row)
+        return row
+
+    def events(
+        self,
+        *,
+        attempt_id: int | None = None,
+        kind: str | None = None,
+        repo: str | None = None,
+        limit: int = 100,
+    ) -> list[Event]:
+        """Recorded events, oldest first, filtered by attempt, kind and repository."""
+        stmt = select(Event).order_by(Event.id).limit(limit)
+        if attempt_id is not None:
+            stmt = stmt.where(Event.attempt_id == attempt_id)
+        if kind is not None:
+            stmt = stmt.where(Event.kind == kind)
+        if repo is not None:
+            stmt = stmt.where(Event.repo == repo)
+        with self._sessions() as session:
+            return list(session.scalars(stmt))
+
+
+def _one_line(exc: BaseException) -> str:
+    text_ = str(getattr(exc, "orig", None) or exc)
+    return " ".join(text_.split())[:300]

@@ -1,0 +1,187 @@
+"""The only place a broker is chosen.
+
+``ARCS_BROKER_URL`` decides: ``redis://`` / ``rediss://`` -> Redis (the default deployment),
+``amqp://`` / ``amqps://`` -> RabbitMQ, unset or ``stub://`` -> dramatiq's in-process
+:class:`~dramatiq.brokers.stub.StubBroker` (the CLI and unit tests). Nothing connects or touches
+dramatiq's global broker at import time: :func:`make_broker` builds a broker (connections open
+lazily), and only the worker makes it global (:func:`install_global`).
+
+:func:`make_enqueuer` is what the web side gets: it sends each :class:`~jobs.messages.JobRequest`
+to its actor's queue (:data:`QUEUES`) with the log context in the message options, and its
+``ping`` checks the broker connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from bot.errors import ConfigError
+from bot.settings import Settings
+from jobs.logctx import CONTEXT_OPTION, DroppedJob, JobContextMiddleware, context_of
+from jobs.messages import ActorName, JobRequest
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import dramatiq
+
+QUEUES: Mapping[ActorName, str] = {
+    "repair_ci_failure": "arcs-repair",
+    "repair_issue": "arcs-repair",
+    "handle_command": "arcs-repair",
+    "refresh_index": "arcs-index",
+    "publish_result": "arcs-github",
+    "record_pr_outcome": "arcs-github",
+}
+"""Queue of each actor: long repairs, index refreshes and quick GitHub writes do not wait on
+each other (a worker can also be started for some queues only)."""
+
+REDIS_CONNECT_TIMEOUT_S = 5.0
+AMQP_CONNECT_TIMEOUT_S = 5.0
+
+
+class BrokerUnavailable(ConnectionError):
+    """The broker cannot be reached or did not accept a message (the web side answers 503)."""
+
+
+def broker_kind(settings: Settings) -> str:
+    """``redis``, ``rabbitmq`` or ``stub`` for ``settings.broker_url`` (``ConfigError`` otherwise)."""
+    url = (settings.broker_url or "").strip()
+    if not url:
+        return "stub"
+    scheme = urlsplit(url).scheme.lower()
+    if scheme in ("redis", "rediss", "unix"):
+        return "redis"
+    if scheme in ("amqp", "amqps"):
+        return "rabbitmq"
+    if scheme == "stub":
+        return "stub"
+    raise ConfigError(
+        f"ARCS_BROKER_URL: unsupported scheme {scheme + '://' if scheme else url!r} "
+        "(use redis://, amqp:// or stub://)"
+    )
+
+
+def make_broker(
+    settings: Settings, *, on_failure: Callable[[DroppedJob], None] | None = None
+) -> dramatiq.Broker:
+    """Build the broker ``settings.broker_url`` names, with ARCS's middleware; connects lazily.
+
+    ``on_failure`` receives every message that is dropped (retries exhausted, too old).
+    """
+    kind = broker_kind(settings)
+    url = (settings.broker_url or "").strip()
+    broker: dramatiq.Broker
+    if kind == "redis":
+        import redis
+        from dramatiq.brokers.redis import RedisBroker
+
+        pool = redis.ConnectionPool.from_url(url, socket_connect_timeout=REDIS_CONNECT_TIMEOUT_S)
+        broker = RedisBroker(connection_pool=pool)  # type: ignore[no-untyped-call]
+    elif kind == "rabbitmq":
+        try:
+            import pika  # type: ignore[import-untyped]
+            from dramatiq.brokers.rabbitmq import RabbitmqBroker
+        except ImportError as exc:  # pragma: no cover - pika is a dependency
+            raise ConfigError(f"ARCS_BROKER_URL is amqp:// but pika is not installed ({exc})") from None
+        # confirm_delivery: enqueue returns only once RabbitMQ has the message.
+        broker = RabbitmqBroker(url=url, confirm_delivery=True)
+        params: Any = broker.parameters
+        for one in params if isinstance(params, list) else [params]:
+            if isinstance(one, pika.URLParameters) and "socket_timeout" not in url:
+                one.socket_timeout = AMQP_CONNECT_TIMEOUT_S
+    else:
+        from dramatiq.brokers.stub import StubBroker
+
+        broker = StubBroker()
+    # First in the chain: its "before" hooks run first and its "after" hooks last (after
+    # Retries has decided whether the message is dropped).
+    broker.middleware.insert(0, JobContextMiddleware(on_failure))
+    for queue in sorted(set(QUEUES.values())):
+        broker.declare_queue(queue)
+    return broker
+
+
+def install_global(broker: dramatiq.Broker) -> None:
+    """Make ``broker`` dramatiq's global broker (the worker does this, once, at start-up)."""
+    import dramatiq
+
+    dramatiq.set_broker(broker)
+
+
+def close_broker(broker: dramatiq.Broker) -> None:
+    """Close ``broker`` and its connections (dramatiq's Redis broker leaves its pool open)."""
+    broker.close()
+    client = getattr(broker, "client", None)
+    if client is not None:
+        client.close()
+        client.connection_pool.disconnect()
+
+
+def ping_broker(broker: dramatiq.Broker) -> None:
+    """Return when the broker answers; raise :class:`BrokerUnavailable` otherwise."""
+    name = type(broker).__name__
+    try:
+        if name == "RedisBroker":
+            broker.client.ping()  # type: ignore[attr-defined]
+        elif name == "RabbitmqBroker":
+            connection: Any = broker.connection  # type: ignore[attr-defined]
+            if not connection.is_open:
+                raise ConnectionError("connection closed")
+            connection.process_data_events(time_limit=0)
+    except BrokerUnavailable:
+        raise
+    except Exception as exc:
+        if name == "RabbitmqBroker":
+            # Drop the broken per-thread connection so the next call reconnects.
+            try:
+                del broker.connection  # type: ignore[attr-defined]
+            except Exception:
+                pass
+        raise BrokerUnavailable(f"broker unreachable: {type(exc).__name__}: {exc}"[:300]) from exc
+
+
+def make_message(job: JobRequest) -> dramatiq.Message[Any]:
+    """The dramatiq message for ``job``: the job as the single argument, context in the options."""
+    import dramatiq
+
+    return dramatiq.Message(
+        queue_name=QUEUES[job.actor],
+        actor_name=job.actor,
+        args=(job.as_dict(),),
+        kwargs={},
+        options={CONTEXT_OPTION: context_of(job)},
+    )
+
+
+class BrokerEnqueuer:
+    """Sends job requests to their actors' queues (satisfies ``bot.web.ports.Enqueuer``)."""
+
+    def __init__(self, broker: dramatiq.Broker) -> None:
+        self.broker = broker
+
+    def enqueue(self, job: JobRequest) -> None:
+        """Send one job; raise :class:`BrokerUnavailable` when the broker does not take it."""
+        if job.actor not in QUEUES:
+            raise ValueError(f"no actor named {job.actor!r}")
+        try:
+            self.broker.enqueue(make_message(job))
+        except Exception as exc:
+            raise BrokerUnavailable(
+                f"could not enqueue {job.actor}: {type(exc).__name__}: {exc}"[:300]
+            ) from exc
+
+    def ping(self) -> None:
+        """Return when the broker answers; raise :class:`BrokerUnavailable` otherwise."""
+        ping_broker(self.broker)
+
+    def close(self) -> None:
+        """Close the broker's connections."""
+        close_broker(self.broker)
+
+
+def make_enqueuer(settings: Settings) -> BrokerEnqueuer:
+    """The web side's enqueuer for the configured broker."""
+    return BrokerEnqueuer(make_broker(settings))

@@ -1,0 +1,256 @@
+"""Recording fakes of the pipeline's ports (:mod:`jobs.ports`), for tests and local runs.
+
+They keep every call in ``calls`` (method name and arguments), are thread-safe (a worker's
+threads share them) and can be told to fail: ``fail["method"] = SomeError(...)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jobs.ports import BranchHead, IssueInfo, PullRequestInfo, PullRequestRef, RepairOutcome, RepairRequest
+from runners.config import RepoConfig
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One recorded call."""
+
+    method: str
+    args: Mapping[str, Any]
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self.calls: list[Call] = []
+        self.fail: dict[str, BaseException] = {}
+
+    def _record(self, method: str, **args: Any) -> None:
+        with self._lock:
+            self.calls.append(Call(method, args))
+            error = self.fail.get(method)
+        if error is not None:
+            raise error
+
+    def calls_to(self, method: str) -> list[Mapping[str, Any]]:
+        """The arguments of every call to ``method``, in order."""
+        with self._lock:
+            return [c.args for c in self.calls if c.method == method]
+
+
+class FakeGitHubGateway(_Recorder):
+    """An in-memory GitHub: permissions, issues, PRs and logs are set up by the test."""
+
+    def __init__(
+        self,
+        *,
+        permissions: Mapping[str, str] | None = None,
+        default_permission: str = "write",
+        files: Mapping[str, str] | None = None,
+        config: RepoConfig | None = None,
+    ) -> None:
+        super().__init__()
+        self.permissions = dict(permissions or {})
+        self.default_permission = default_permission
+        self.files: dict[str, str] = dict(files or {"README.md": "fake repository\n"})
+        """What :meth:`clone` writes into the destination."""
+        self.config = config or RepoConfig()
+        self.issues: dict[int, IssueInfo] = {}
+        self.pull_requests: dict[int, PullRequestInfo] = {}
+        self.logs: dict[int, str] = {}
+        self.heads: dict[str, str] = {}
+        """branch -> sha for :meth:`get_branch_head`."""
+        self.branches: dict[str, tuple[str, dict[str, str | None]]] = {}
+        """branch -> (base sha, files) as last pushed."""
+        self.opened: dict[str, PullRequestRef] = {}
+        """head branch -> the PR opened for it."""
+        self.comments: dict[int, tuple[int, str]] = {}
+        """comment id -> (issue/PR number, body)."""
+        self.check_runs: dict[int, dict[str, Any]] = {}
+        self._next_id = 1000
+
+    def _new_id(self) -> int:
+        with self._lock:
+            self._next_id += 1
+            return self._next_id
+
+    def get_permission(self, repo: str, user: str) -> str:
+        """The configured permission of ``user`` (``default_permission`` otherwise)."""
+        self._record("get_permission", repo=repo, user=user)
+        return self.permissions.get(user, self.default_permission)
+
+    def get_issue(self, repo: str, number: int) -> IssueInfo:
+        """The configured issue, or a generic one."""
+        self._record("get_issue", repo=repo, number=number)
+        return self.issues.get(number) or IssueInfo(number, f"Issue {number}", "Something is broken.")
+
+    def get_pull_request(self, repo: str, number: int) -> PullRequestInfo:
+        """The configured pull request, or one on ``feature`` into ``main``."""
+        self._record("get_pull_request", repo=repo, number=number)
+        return self.pull_requests.get(number) or PullRequestInfo(
+            number, "f" * 40, "feature", "main", f"https://github.test/{repo}/pull/{number}", head_repo=repo
+        )
+
+    def get_branch_head(self, repo: str, branch: str | None = None) -> BranchHead:
+        """``branch`` (default ``main``) at the configured :attr:`heads` sha, else ``a…a``."""
+        self._record("get_branch_head", repo=repo, branch=branch)
+        name = branch or "main"
+        return BranchHead(name, self.heads.get(name, "a" * 40))
+
+    def download_failed_logs(self, repo: str, run_id: int) -> str:
+        """The configured log of ``run_id`` ('' when none)."""
+        self._record("download_failed_logs", repo=repo, run_id=run_id)
+        return self.logs.get(run_id, "")
+
+    def clone(self, repo: str, sha: str, dest: Path) -> None:
+        """Write :attr:`files` into ``dest``."""
+        self._record("clone", repo=repo, sha=sha, dest=dest)
+        for rel, text in self.files.items():
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+
+    def load_repo_config(self, repo: str, ref: str) -> RepoConfig:
+        """The configured :class:`RepoConfig`."""
+        self._record("load_repo_config", repo=repo, ref=ref)
+        return self.config
+
+    def push_branch(
+        self, repo: str, branch: str, base_sha: str, files: Mapping[str, str | None], message: str
+    ) -> str:
+        """Remember the branch's content; the commit sha is derived from it (idempotent)."""
+        self._record(
+            "push_branch", repo=repo, branch=branch, base_sha=base_sha, files=dict(files), message=message
+        )
+        with self._lock:
+            self.branches[branch] = (base_sha, dict(files))
+        return hashlib.sha1(repr((base_sha, sorted(files.items(), key=str))).encode()).hexdigest()
+
+    def open_or_update_pr(self, repo: str, head: str, base: str, title: str, body: str) -> PullRequestRef:
+        """Open a PR for ``head`` once; later calls update it."""
+        self._record("open_or_update_pr", repo=repo, head=head, base=base, title=title, body=body)
+        with self._lock:
+            existing = self.opened.get(head)
+            if existing is not None:
+                return PullRequestRef(existing.number, existing.url, created=False)
+            number = len(self.opened) + 100
+            ref = PullRequestRef(number, f"https://github.test/{repo}/pull/{number}")
+            self.opened[head] = ref
+            return ref
+
+    def create_check_run(self, repo: str, head_sha: str, name: str, title: str, summary: str) -> int:
+        """A new in-progress check run."""
+        self._record(
+            "create_check_run", repo=repo, head_sha=head_sha, name=name, title=title, summary=summary
+        )
+        run_id = self._new_id()
+        with self._lock:
+            self.check_runs[run_id] = {
+                "head_sha": head_sha,
+                "conclusion": None,
+                "title": title,
+                "summary": summary,
+            }
+        return run_id
+
+    def update_check_run(
+        self,
+        repo: str,
+        check_run_id: int,
+        *,
+        conclusion: str | None,
+        title: str,
+        summary: str,
+        details: str | None = None,
+    ) -> None:
+        """Update the remembered check run."""
+        self._record(
+            "update_check_run",
+            repo=repo,
+            check_run_id=check_run_id,
+            conclusion=conclusion,
+            title=title,
+            summary=summary,
+            details=details,
+        )
+        with self._lock:
+            self.check_runs.setdefault(check_run_id, {}).update(
+                conclusion=conclusion, title=title, summary=summary, details=details
+            )
+
+    def create_or_edit_status_comment(
+        self, repo: str, number: int, body: str, comment_id: int | None = None
+    ) -> int:
+        """Edit the comment when it exists, else create one."""
+        self._record(
+            "create_or_edit_status_comment", repo=repo, number=number, body=body, comment_id=comment_id
+        )
+        with self._lock:
+            if comment_id is None or comment_id not in self.comments:
+                comment_id = self._new_id()
+            self.comments[comment_id] = (number, body)
+        return comment_id
+
+    def add_reaction(self, repo: str, comment_id: int, content: str) -> None:
+        """Record the reaction."""
+        self._record("add_reaction", repo=repo, comment_id=comment_id, content=content)
+
+
+@dataclass
+class FakeRepairService:
+    """Returns ``outcome`` (a fix of ``app.py`` by default), or runs ``behaviour`` when given."""
+
+    outcome: RepairOutcome = field(
+        default_factory=lambda: RepairOutcome(
+            verdict="fixed",
+            fixed=True,
+            reason="all target tests pass",
+            patch="--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n",
+            files={"app.py": "x = 2\n"},
+            explanation="Set x to 2.",
+            tier="small",
+            rounds=2,
+            tokens=1234,
+            cost_usd=0.05,
+            trace_path="/traces/fake.json",
+            trace_summary={"rounds": 2},
+        )
+    )
+    behaviour: Callable[[RepairRequest], RepairOutcome] | None = None
+    requests: list[RepairRequest] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def run(self, request: RepairRequest) -> RepairOutcome:
+        """Record the request and answer."""
+        with self._lock:
+            self.requests.append(request)
+        if self.behaviour is not None:
+            return self.behaviour(request)
+        return self.outcome
+
+
+@dataclass
+class FakeIndexService:
+    """Records refreshes."""
+
+    refreshed: list[tuple[str, bool]] = field(default_factory=list)
+
+    def refresh(self, repo: str, workdir: Path, *, full: bool) -> Mapping[str, Any]:
+        """Record and report one file indexed."""
+        self.refreshed.append((repo, full))
+        return {"files": sum(1 for p in workdir.rglob("*") if p.is_file()), "full": full}
+
+
+if TYPE_CHECKING:
+    # The fakes must keep satisfying the ports (checked by mypy, nothing runs).
+    from jobs.ports import GitHubGateway, IndexService, RepairService
+
+    _gateway: GitHubGateway = FakeGitHubGateway()
+    _repair: RepairService = FakeRepairService()
+    _index: IndexService = FakeIndexService()

@@ -1,0 +1,847 @@
+"""The domain functions behind the actors: one per job, no dramatiq in sight.
+
+Each repair job (``repair_ci_failure``, ``repair_issue``, ``handle_command``) first **claims its
+attempt** by idempotency key (a unique constraint in the store): a duplicate message — GitHub
+redelivering the webhook, the broker redelivering the message — finds the attempt taken, logs
+``attempt.duplicate`` and returns without a single side effect. The message that claimed the
+attempt (its id is stored) may run again after a crash or a retry and resumes it.
+
+Then the attempt moves ``queued -> running -> fixed | no_fix | refused | skipped | error`` and
+every step is visible: a check run on the commit (CI), a status comment on the issue or pull
+request, an event in the store for refusals and errors. An exception never disappears: it
+becomes status ``error``, an ``error`` event and a message to the user (who sees the exception
+type, not its text).
+
+``publish_result`` turns a fixed attempt into a branch and a pull request, once: the branch name
+is a function of what is repaired, the gateway updates an open pull request for the branch
+instead of opening a second one, and :meth:`bot.store.store.Store.begin_publish` lets only one
+worker publish at a time. It raises on failure so the queue retries it.
+
+Job arguments are those of the web side (documented in :mod:`bot.handlers`). Repository policy
+comes from ``.arcs.yml`` at the commit being repaired: ``branches`` (glob patterns of the
+branches whose CI failures are repaired; default all) and ``label`` (the issue label that asks
+for a fix; default ``arcs``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fnmatch
+import re
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+from structlog.contextvars import bind_contextvars
+
+from bot.settings import Settings
+from bot.store.models import Attempt
+from bot.store.store import Store, utcnow
+from jobs.logctx import set_outcome
+from jobs.messages import JobRequest
+from jobs.ports import (
+    WRITE_PERMISSIONS,
+    GitHubGateway,
+    IndexService,
+    RepairOutcome,
+    RepairRequest,
+    RepairService,
+)
+from runners.config import RepoConfig
+
+log = structlog.get_logger("arcs.pipeline")
+
+CHECK_NAME = "ARCS"
+BRANCH_PREFIX = "arcs/"
+DEFAULT_LABEL = "arcs"
+MAX_BRANCH_RETRIES = 2
+"""How many times ARCS tries again when CI fails on its own ``arcs/*`` branch."""
+PUBLISH_STALE_AFTER = dt.timedelta(minutes=15)
+"""A ``publishing`` claim older than this belongs to a dead worker and can be taken over."""
+MAX_REASON_CHARS = 500
+
+WorkdirFactory = Callable[[], contextlib.AbstractContextManager[Path]]
+
+
+@dataclass
+class Deps:
+    """Everything the domain functions use, built by the worker (or a test) from settings."""
+
+    settings: Settings
+    store: Store
+    github: Callable[[int | None], GitHubGateway]
+    """The gateway of an installation (``installation_id`` from the job)."""
+    repair: RepairService
+    enqueue: Callable[[JobRequest], None]
+    """Sends follow-up jobs (``publish_result``)."""
+    index: IndexService | None = None
+    workdir: WorkdirFactory | None = None
+    """An empty scratch folder per job (default: a temporary folder under ``ARCS_HOME/work``)."""
+    clock: Callable[[], dt.datetime] = field(default=utcnow)
+
+    def scratch(self) -> contextlib.AbstractContextManager[Path]:
+        """A fresh, empty folder, removed afterwards."""
+        if self.workdir is not None:
+            return self.workdir()
+        return _temporary_dir(self.settings.home / "work")
+
+
+@contextlib.contextmanager
+def _temporary_dir(parent: Path) -> Iterator[Path]:
+    parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="arcs-job-", dir=parent) as tmp:
+        yield Path(tmp)
+
+
+# --- small pure helpers --------------------------------------------------------------------------
+
+
+def _one_line(text: str, limit: int = MAX_REASON_CHARS) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _int(value: Any) -> int | None:
+    if value is None or value == "":
+        return None
+    return int(value)
+
+
+def _parse_time(value: Any) -> dt.datetime | None:
+    if not value:
+        return None
+    when = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
+
+
+def branch_name(*parts: str) -> str:
+    """A git-safe ``arcs/…`` branch name made of ``parts``."""
+    cleaned = [re.sub(r"[^A-Za-z0-9._/-]+", "-", p).strip("-/.") for p in parts]
+    name = BRANCH_PREFIX + "/".join(p for p in cleaned if p)
+    name = re.sub(r"/{2,}", "/", name).replace("..", ".")
+    return name[:200].rstrip("/.")
+
+
+def _branch_watched(config: RepoConfig, branch: str | None) -> bool:
+    patterns = config.extra.get("branches")
+    if patterns is None or branch is None:
+        return True
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    return any(fnmatch.fnmatchcase(branch, str(p)) for p in patterns)
+
+
+def _configured_label(config: RepoConfig) -> str:
+    label = config.extra.get("label")
+    return str(label) if isinstance(label, str) and label.strip() else DEFAULT_LABEL
+
+
+def _budget_usd(command: Mapping[str, Any] | None) -> float | None:
+    raw = (command or {}).get("budget_usd")
+    return float(raw) if raw not in (None, "") else None
+
+
+# --- the attempt being worked on -------------------------------------------------------------
+
+
+class _Run:
+    """One attempt in progress: state transitions, events and what the user is told."""
+
+    def __init__(self, deps: Deps, gh: GitHubGateway, attempt: Attempt, job: JobRequest) -> None:
+        self.deps = deps
+        self.gh = gh
+        self.attempt = attempt
+        self.job = job
+
+    @property
+    def repo(self) -> str:
+        return self.attempt.repo
+
+    def update(self, **fields: Any) -> Attempt:
+        self.attempt = self.deps.store.update_attempt(self.attempt.id, **fields)
+        return self.attempt
+
+    def event(self, kind: str, message: str, **data: Any) -> None:
+        self.deps.store.record_event(
+            kind,
+            _one_line(message),
+            attempt_id=self.attempt.id,
+            delivery_id=self.attempt.delivery_id,
+            installation_id=self.attempt.installation_id,
+            repo=self.repo,
+            data=data or None,
+        )
+
+    def start(self) -> None:
+        self.update(status="running", started_at=self.deps.clock())
+        log.info("attempt.start", trigger=self.attempt.trigger)
+
+    def open_check_run(self, head_sha: str) -> None:
+        if self.attempt.check_run_id is not None:
+            return
+        check_id = self.gh.create_check_run(
+            self.repo,
+            head_sha,
+            CHECK_NAME,
+            "ARCS is looking at this failure",
+            f"Attempt #{self.attempt.id}: reproducing the failure and searching for a fix.",
+        )
+        self.update(check_run_id=check_id)
+
+    def tell(self, title: str, body: str, *, conclusion: str | None, comment: bool = True) -> None:
+        """Say it on the check run (CI) and in the status comment (issue/PR), whichever exist.
+
+        A failure to post is recorded as an event, not raised: the attempt's outcome stands.
+        """
+        if self.attempt.check_run_id is not None:
+            try:
+                self.gh.update_check_run(
+                    self.repo, self.attempt.check_run_id, conclusion=conclusion, title=title, summary=body
+                )
+            except Exception as exc:
+                self._report_post_failure("check run", exc)
+        if comment and self.attempt.issue_number is not None:
+            try:
+                comment_id = self.gh.create_or_edit_status_comment(
+                    self.repo,
+                    self.attempt.issue_number,
+                    f"**{title}**\n\n{body}",
+                    self.attempt.status_comment_id,
+                )
+                if comment_id != self.attempt.status_comment_id:
+                    self.update(status_comment_id=comment_id)
+            except Exception as exc:
+                self._report_post_failure("status comment", exc)
+
+    def _report_post_failure(self, what: str, exc: Exception) -> None:
+        log.error("attempt.post_failed", what=what, error=f"{type(exc).__name__}: {exc}"[:300])
+        self.event("error", f"could not update the {what}: {type(exc).__name__}: {exc}")
+
+    def finish(
+        self,
+        status: str,
+        reason: str,
+        *,
+        title: str,
+        body: str,
+        conclusion: str | None,
+        event: str | None = None,
+        comment: bool = True,
+        **fields: Any,
+    ) -> str:
+        self.update(status=status, reason=_one_line(reason), finished_at=self.deps.clock(), **fields)
+        if event is not None:
+            self.event(event, reason)
+        self.tell(title, body, conclusion=conclusion, comment=comment)
+        set_outcome(status)
+        log.info("attempt.finish", status=status, reason=_one_line(reason, 200))
+        return status
+
+    def refuse(self, reason: str, body: str) -> str:
+        return self.finish(
+            "refused", reason, title="ARCS did not run", body=body, conclusion="neutral", event="refusal"
+        )
+
+    def fail(self, exc: BaseException) -> None:
+        what = f"{type(exc).__name__}: {exc}"
+        log.error("attempt.error", error=_one_line(what, 300), exc_info=isinstance(exc, Exception))
+        self.update(status="error", reason=_one_line(what), finished_at=self.deps.clock())
+        self.event("error", what)
+        # The user sees the kind of failure, not its text (it may name internal hosts or paths).
+        self.tell(
+            "ARCS ran into an error",
+            f"Attempt #{self.attempt.id} stopped with an internal error ({type(exc).__name__}). "
+            "Nothing was changed in the repository. The maintainers of this ARCS installation can "
+            "find the details under this attempt; commenting `/arcs retry` starts a new attempt.",
+            conclusion="neutral",
+        )
+        set_outcome("error")
+
+    def guard(self) -> _Guard:
+        """Turn any exception into status ``error`` and a message; interrupts are re-raised."""
+        return _Guard(self)
+
+
+class _Guard:
+    """``with run.guard():`` -- an exception becomes status ``error`` (and is swallowed);
+    an interrupt (time limit, shutdown) is recorded the same way and re-raised."""
+
+    def __init__(self, run: _Run) -> None:
+        self.run = run
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> bool:
+        if exc is None:
+            return False
+        self.run.fail(exc)
+        return isinstance(exc, Exception)
+
+
+def _open_run(deps: Deps, attempt: Attempt, job: JobRequest) -> _Run | None:
+    """The run of a claimed attempt; ``None`` (status ``error``, an event) when GitHub is unusable."""
+    try:
+        gh = deps.github(attempt.installation_id)
+    except Exception as exc:
+        # Without a gateway nobody can be told on GitHub: the store and the log must say it.
+        what = f"no GitHub access for installation {attempt.installation_id}: {type(exc).__name__}: {exc}"
+        log.error("attempt.error", error=_one_line(what, 300))
+        deps.store.update_attempt(
+            attempt.id, status="error", reason=_one_line(what), finished_at=deps.clock()
+        )
+        deps.store.record_event(
+            "error",
+            _one_line(what),
+            attempt_id=attempt.id,
+            delivery_id=attempt.delivery_id,
+            installation_id=attempt.installation_id,
+            repo=attempt.repo,
+        )
+        set_outcome("error")
+        return None
+    return _Run(deps, gh, attempt, job)
+
+
+def _claim(
+    deps: Deps, job: JobRequest, key: str, message_id: str | None, **fields: Any
+) -> tuple[Attempt, bool]:
+    """Claim the attempt for ``key``: ``(attempt, go)``; ``go`` is False for a duplicate."""
+    args = job.args
+    fields.setdefault("installation_id", _int(args.get("installation_id")))
+    fields.setdefault("delivery_id", args.get("delivery_id") or job.context.get("delivery_id"))
+    attempt, created = deps.store.claim_attempt(key, repo=str(args["repo"]), message_id=message_id, **fields)
+    bind_contextvars(attempt_id=str(attempt.id))
+    if created:
+        return attempt, True
+    same_message = message_id is not None and attempt.message_id == message_id
+    if same_message and attempt.status in ("queued", "running"):
+        # Our own message again (a retry, or a redelivery after a crash): resume.
+        log.info("attempt.resume", status=attempt.status)
+        return attempt, True
+    if same_message and attempt.status == "fixed" and attempt.pr_number is None:
+        # The fix is recorded but publishing was never queued (the broker failed): queue it.
+        _enqueue_publish(deps, job, attempt)
+    log.info("attempt.duplicate", key=key, status=attempt.status)
+    set_outcome("duplicate")
+    return attempt, False
+
+
+def _enqueue_publish(deps: Deps, job: JobRequest, attempt: Attempt) -> None:
+    context = {**job.context, "attempt_id": str(attempt.id)}
+    deps.enqueue(
+        JobRequest(
+            actor="publish_result",
+            args={
+                "attempt_id": attempt.id,
+                "repo": attempt.repo,
+                "installation_id": attempt.installation_id,
+                "delivery_id": attempt.delivery_id,
+            },
+            context=context,
+            idempotency_key=f"publish:{attempt.idempotency_key}",
+        )
+    )
+
+
+# --- the shared repair step ------------------------------------------------------------------
+
+
+def _repair(run: _Run, request_fields: Mapping[str, Any], *, kind: str, head_sha: str) -> str:
+    """Check out ``head_sha``, run the repair service, record the outcome, queue publishing."""
+    deps = run.deps
+    with deps.scratch() as scratch:
+        workdir = scratch / "repo"
+        workdir.mkdir()
+        run.gh.clone(run.repo, head_sha, workdir)
+        request = RepairRequest(
+            kind="issue" if kind == "issue" else "ci",
+            repo=run.repo,
+            workdir=workdir,
+            head_sha=head_sha,
+            attempt_id=run.attempt.id,
+            trace_dir=deps.settings.traces_dir,
+            **request_fields,
+        )
+        outcome = deps.repair.run(request)
+    return _record_outcome(run, outcome)
+
+
+def _record_outcome(run: _Run, outcome: RepairOutcome) -> str:
+    common: dict[str, Any] = {
+        "verdict": outcome.verdict,
+        "tier": outcome.tier or None,
+        "rounds": outcome.rounds,
+        "tokens": outcome.tokens,
+        "cost_usd": round(outcome.cost_usd, 6),
+        "trace_path": outcome.trace_path,
+        "trace": dict(outcome.trace_summary) or None,
+        "explanation": outcome.explanation or None,
+    }
+    spend = f"tier {outcome.tier or '?'}, {outcome.rounds} round(s), ${outcome.cost_usd:.2f}"
+    if outcome.fixed and outcome.files:
+        run.update(
+            status="fixed",
+            reason=_one_line(outcome.reason),
+            patch=outcome.patch,
+            files=dict(outcome.files),
+            finished_at=run.deps.clock(),
+            **common,
+        )
+        run.tell(
+            "ARCS found a fix",
+            f"Attempt #{run.attempt.id} found a fix ({spend}); opening a pull request.",
+            conclusion=None,
+            comment=False,
+        )
+        _enqueue_publish(run.deps, run.job, run.attempt)
+        set_outcome("fixed")
+        log.info("attempt.finish", status="fixed", verdict=outcome.verdict)
+        return "fixed"
+    reason = outcome.reason or outcome.verdict
+    if outcome.fixed:
+        reason = f"the repair reported a fix but changed no file ({reason})"
+    return run.finish(
+        "no_fix",
+        f"{outcome.verdict}: {reason}",
+        title="ARCS did not find a fix",
+        body=f"Attempt #{run.attempt.id} ended with `{outcome.verdict}`: {_one_line(reason)} ({spend})."
+        + (f"\n\n{outcome.explanation}" if outcome.explanation else ""),
+        conclusion="neutral",
+        **common,
+    )
+
+
+# --- the jobs --------------------------------------------------------------------------------
+
+
+def _red_build_at(deps: Deps, job: JobRequest) -> dt.datetime:
+    """When CI went red: given by the web side, else when its webhook arrived, else now."""
+    given = _parse_time(job.args.get("red_build_at"))
+    if given is not None:
+        return given
+    delivery_id = job.args.get("delivery_id") or job.context.get("delivery_id")
+    delivery = deps.store.get_delivery(str(delivery_id)) if delivery_id else None
+    return delivery.received_at if delivery is not None else deps.clock()
+
+
+def repair_ci_failure(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> str:
+    """A failed CI run on a branch of the repository: classify, repair, queue publishing."""
+    args = job.args
+    repo = str(args["repo"])
+    head_sha = str(args["head_sha"])
+    head_branch = args.get("head_branch")
+    prs = [int(n) for n in args.get("pull_requests") or []]
+    key = job.idempotency_key or f"ci:{repo}:{head_sha}"
+    attempt, go = _claim(
+        deps,
+        job,
+        key,
+        message_id,
+        trigger="ci",
+        head_sha=head_sha,
+        head_branch=head_branch,
+        run_id=_int(args.get("run_id")),
+        issue_number=prs[0] if prs else None,
+        red_build_at=_red_build_at(deps, job),
+    )
+    if not go:
+        return "duplicate"
+    run = _open_run(deps, attempt, job)
+    if run is None:
+        return "error"
+    with run.guard():
+        run.start()
+        config = run.gh.load_repo_config(repo, head_sha)
+        retry_of = args.get("retry_of")
+        if not retry_of and not _branch_watched(config, head_branch):
+            # The repository asked for silence on this branch: record it, post nothing.
+            return run.finish(
+                "skipped",
+                f"branch {head_branch} is not in .arcs.yml `branches`",
+                title="",
+                body="",
+                conclusion=None,
+                comment=False,
+            )
+        base_branch = head_branch
+        branch = branch_name("fix", str(head_branch or head_sha[:12]))
+        if retry_of:
+            earlier = deps.store.attempts(repo=repo, head_branch=str(retry_of), limit=MAX_BRANCH_RETRIES + 2)
+            previous = [a for a in earlier if a.id != attempt.id]
+            if len(previous) >= MAX_BRANCH_RETRIES:
+                run.open_check_run(head_sha)
+                return run.finish(
+                    "skipped",
+                    f"CI still fails on {retry_of} after {len(previous)} ARCS retries",
+                    title="ARCS stopped retrying",
+                    body=f"CI still fails on `{retry_of}` after {len(previous)} attempts by ARCS; "
+                    "it will not try again on its own. A maintainer can comment `/arcs fix` on the pull request.",
+                    conclusion="skipped",
+                )
+            # A failure on ARCS's own branch: stack a new fix on it, same pull request.
+            branch = str(retry_of)
+            origin = deps.store.attempts(repo=repo, branch=branch, limit=10)
+            base_branch = next((a.base_branch for a in origin if a.base_branch), None) or base_branch
+        run.update(branch=branch, base_branch=base_branch)
+        run.open_check_run(head_sha)
+        fields: dict[str, Any] = {}
+        run_id = _int(args.get("run_id"))
+        if run_id is not None:
+            from runners.logs import analyze_log
+
+            report = analyze_log(run.gh.download_failed_logs(repo, run_id))
+            run.update(failure_class=report.failure_class)
+            if not report.repairable:
+                return run.finish(
+                    "skipped",
+                    f"{report.failure_class} failure: {report.reason}",
+                    title=f"ARCS does not repair {report.failure_class} failures",
+                    body=f"This run failed for a reason code changes do not fix ({report.failure_class}): "
+                    f"{_one_line(report.reason)}",
+                    conclusion="skipped",
+                    comment=False,
+                )
+            fields = {
+                "failure_class": report.failure_class,
+                "failure_log": "\n".join(report.error_lines) or None,
+                "test_ids": tuple(report.test_ids),
+                "test_command": report.step.command if report.step and not report.step.uses else None,
+            }
+        return _repair(run, fields, kind="ci", head_sha=head_sha)
+    return str(run.attempt.status)
+
+
+def repair_issue(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> str:
+    """An issue labelled for ARCS: check who asked, repair on the default branch, queue publishing."""
+    args = job.args
+    repo = str(args["repo"])
+    number = int(args["issue_number"])
+    sender = str(args.get("sender") or "")
+    key = job.idempotency_key or f"issue:{repo}#{number}"
+    attempt, go = _claim(
+        deps, job, key, message_id, trigger="issue", issue_number=number, requested_by=sender
+    )
+    if not go:
+        return "duplicate"
+    run = _open_run(deps, attempt, job)
+    if run is None:
+        return "error"
+    with run.guard():
+        run.start()
+        refused = _check_permission(run, sender)
+        if refused is not None:
+            return refused
+        head = run.gh.get_branch_head(repo, None)
+        config = run.gh.load_repo_config(repo, head.sha)
+        label = _configured_label(config)
+        if str(args.get("label") or DEFAULT_LABEL).casefold() != label.casefold():
+            return run.refuse(
+                f"label {args.get('label')!r} is not this repository's ARCS label {label!r}",
+                f"This repository asks for fixes with the label `{label}` (see `.arcs.yml`); "
+                f"add that label instead to have ARCS work on this issue.",
+            )
+        issue = run.gh.get_issue(repo, number)
+        if issue.state != "open":
+            return run.finish(
+                "skipped",
+                f"issue #{number} is {issue.state}",
+                title="ARCS did not run",
+                body=f"Issue #{number} is {issue.state}; ARCS only works on open issues.",
+                conclusion=None,
+            )
+        run.update(head_sha=head.sha, base_branch=head.name, branch=branch_name("issue", str(number)))
+        run.tell(
+            "ARCS is working on this issue",
+            f"Attempt #{run.attempt.id}: reproducing the issue on `{head.name}` and searching for a fix.",
+            conclusion=None,
+        )
+        return _repair(
+            run,
+            {"issue_title": issue.title, "issue_body": issue.body},
+            kind="issue",
+            head_sha=head.sha,
+        )
+    return str(run.attempt.status)
+
+
+def _check_permission(run: _Run, user: str) -> str | None:
+    """Refuse (politely, with an event) unless ``user`` may write to the repository."""
+    permission = run.gh.get_permission(run.repo, user) if user else "none"
+    if permission in WRITE_PERMISSIONS:
+        return None
+    return run.refuse(
+        f"@{user or 'unknown'} has {permission} permission; write is needed",
+        f"Thanks for asking, @{user or 'there'}! ARCS only takes requests from people with write access "
+        "to this repository, so it will not act on this one. A maintainer can ask instead.",
+    )
+
+
+def handle_command(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> str:
+    """A ``/arcs`` comment: refuse, help, stop, or run a repair (fix/retry/revise)."""
+    args = job.args
+    repo = str(args["repo"])
+    number = int(args["issue_number"])
+    comment_id = _int(args.get("comment_id"))
+    author = str(args.get("author") or "")
+    command: Mapping[str, Any] | None = args.get("command")
+    verb = str(command.get("verb")) if command else None
+    key = job.idempotency_key or f"cmd:{repo}:{comment_id}"
+    attempt, go = _claim(
+        deps,
+        job,
+        key,
+        message_id,
+        trigger="revise" if verb == "revise" else "comment",
+        issue_number=number,
+        comment_id=comment_id,
+        requested_by=author,
+        options=dict(command) if command else None,
+    )
+    if not go:
+        return "duplicate"
+    run = _open_run(deps, attempt, job)
+    if run is None:
+        return "error"
+    with run.guard():
+        run.start()
+        if args.get("refusal") == "edited":
+            return run.refuse(
+                "edited comments are never executed",
+                f"@{author}, ARCS does not run commands from edited comments (the text that was "
+                "approved may not be the text that runs). Please post the command in a new comment.",
+            )
+        if args.get("error"):
+            _react(run, comment_id, "confused")
+            return run.refuse(f"not understood: {args['error']}", f"@{author}, {args['error']}")
+        refused = _check_permission(run, author)
+        if refused is not None:
+            _react(run, comment_id, "confused")
+            return refused
+        if verb is None or verb == "help":
+            from bot.commands import HELP_TEXT
+
+            return run.finish("skipped", "help", title="ARCS help", body=HELP_TEXT, conclusion=None)
+        if verb == "stop":
+            return _stop(run, number, author)
+        _react(run, comment_id, "eyes")
+        fields: dict[str, Any] = {
+            "tier": str(command.get("tier") or "auto") if command else "auto",
+            "budget_usd": _budget_usd(command),
+            "iterations": _int(command.get("iterations")) if command else None,
+        }
+        if args.get("is_pull_request"):
+            pr = run.gh.get_pull_request(repo, number)
+            if pr.head_repo not in (None, repo):
+                return run.refuse(
+                    f"pull request #{number} comes from the fork {pr.head_repo}",
+                    "ARCS does not run on pull requests from forks: their code is not run with this "
+                    "repository's credentials.",
+                )
+            if verb == "revise":
+                if not pr.head_branch.startswith(BRANCH_PREFIX):
+                    return run.refuse(
+                        f"#{number} is not an ARCS pull request",
+                        "`/arcs revise` works on pull requests opened by ARCS.",
+                    )
+                # Revise: a new commit on the ARCS branch, the same pull request.
+                branch, base = pr.head_branch, pr.base_branch
+                fields["instructions"] = str(command.get("instructions") or "") if command else ""
+            else:
+                branch, base = branch_name("fix", pr.head_branch), pr.head_branch
+            run.update(head_sha=pr.head_sha, head_branch=pr.head_branch, base_branch=base, branch=branch)
+            run.open_check_run(pr.head_sha)
+            run.tell(
+                "ARCS is working on this",
+                f"Attempt #{run.attempt.id} (`/arcs {verb}` by @{author}) is running.",
+                conclusion=None,
+            )
+            return _repair(run, fields, kind="ci", head_sha=pr.head_sha)
+        issue = run.gh.get_issue(repo, number)
+        head = run.gh.get_branch_head(repo, None)
+        run.update(head_sha=head.sha, base_branch=head.name, branch=branch_name("issue", str(number)))
+        run.tell(
+            "ARCS is working on this issue",
+            f"Attempt #{run.attempt.id} (`/arcs {verb}` by @{author}) is running on `{head.name}`.",
+            conclusion=None,
+        )
+        fields.update(issue_title=issue.title, issue_body=issue.body)
+        return _repair(run, fields, kind="issue", head_sha=head.sha)
+    return str(run.attempt.status)
+
+
+def _react(run: _Run, comment_id: int | None, content: str) -> None:
+    if comment_id is None:
+        return
+    try:
+        run.gh.add_reaction(run.repo, comment_id, content)
+    except Exception as exc:  # a missing reaction is cosmetic; the reply still goes out
+        log.warning("attempt.reaction_failed", error=f"{type(exc).__name__}: {exc}"[:300])
+
+
+def _stop(run: _Run, number: int, author: str) -> str:
+    """Cancel the queued attempts on this issue/PR; running ones finish their current step."""
+    store = run.deps.store
+    waiting = store.attempts(repo=run.repo, issue_number=number, statuses=("queued",))
+    stopped = [a for a in waiting if a.id != run.attempt.id]
+    for other in stopped:
+        store.update_attempt(
+            other.id, status="skipped", reason=f"stopped by @{author}", finished_at=run.deps.clock()
+        )
+    running = [
+        a
+        for a in store.attempts(repo=run.repo, issue_number=number, statuses=("running",))
+        if a.id != run.attempt.id
+    ]
+    parts = [f"Cancelled {len(stopped)} queued attempt(s)."]
+    if running:
+        ids = ", ".join(f"#{a.id}" for a in running)
+        parts.append(f"Attempt(s) {ids} already running cannot be interrupted and will finish on their own.")
+    if not stopped and not running:
+        parts = ["Nothing to stop: no ARCS attempt is queued or running here."]
+    return run.finish(
+        "skipped", f"stop by @{author}", title="ARCS stop", body=" ".join(parts), conclusion=None
+    )
+
+
+def publish_result(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> str:
+    """Push the fix of a ``fixed`` attempt to its branch and open (or update) its pull request."""
+    attempt_id = int(job.args["attempt_id"])
+    bind_contextvars(attempt_id=str(attempt_id))
+    store = deps.store
+    attempt = store.get_attempt(attempt_id)
+    if attempt is None or attempt.status != "fixed" or not attempt.files:
+        log.warning("publish.nothing", status=attempt.status if attempt else None)
+        set_outcome("nothing_to_publish")
+        return "nothing_to_publish"
+    if attempt.publish_state == "published":
+        log.info("publish.duplicate", pr_number=attempt.pr_number)
+        set_outcome("duplicate")
+        return "duplicate"
+    if not store.begin_publish(attempt_id, stale_after=PUBLISH_STALE_AFTER):
+        log.info("publish.in_progress_elsewhere")
+        set_outcome("duplicate")
+        return "duplicate"
+    run = _Run(deps, deps.github(attempt.installation_id), attempt, job)
+    branch = attempt.branch or branch_name("attempt", str(attempt.id))
+    base = attempt.base_branch or attempt.head_branch
+    try:
+        if attempt.head_sha is None or base is None:
+            raise ValueError("the attempt has no head commit or base branch to publish against")
+        commit = run.gh.push_branch(
+            attempt.repo, branch, attempt.head_sha, attempt.files, _commit_message(attempt)
+        )
+        pr = run.gh.open_or_update_pr(attempt.repo, branch, base, _pr_title(attempt), _pr_body(attempt))
+        store.record_pr(
+            repo=attempt.repo,
+            number=pr.number,
+            url=pr.url,
+            branch=branch,
+            attempt_id=attempt.id,
+            head_sha=commit,
+        )
+        run.update(publish_state="published")
+    except Exception as exc:
+        run.update(publish_state="failed")
+        run.event("error", f"publishing failed (will retry): {type(exc).__name__}: {exc}")
+        log.error("publish.failed", error=f"{type(exc).__name__}: {exc}"[:300])
+        run.tell(
+            "ARCS found a fix but could not open the pull request yet",
+            f"Attempt #{attempt.id}: publishing failed ({type(exc).__name__}); ARCS will try again.",
+            conclusion="neutral",
+        )
+        raise
+    verb = "opened" if pr.created else "updated"
+    run.tell(
+        f"ARCS {verb} a pull request with a fix",
+        f"Attempt #{attempt.id} {verb} #{pr.number} ({pr.url}) on branch `{branch}`."
+        + (f"\n\n{attempt.explanation}" if attempt.explanation else ""),
+        conclusion="success",
+    )
+    set_outcome("published", pr_number=pr.number)
+    log.info("publish.done", pr_number=pr.number, created=pr.created, branch=branch)
+    return "published"
+
+
+def _commit_message(attempt: Attempt) -> str:
+    what = f"#{attempt.issue_number}" if attempt.trigger == "issue" else (attempt.failure_class or "CI")
+    return f"ARCS: fix {what} failure\n\nAttempt #{attempt.id} ({attempt.verdict or 'fixed'}).\n"
+
+
+def _pr_title(attempt: Attempt) -> str:
+    if attempt.trigger == "issue" or (attempt.trigger == "comment" and attempt.head_branch is None):
+        return f"ARCS: fix #{attempt.issue_number}"
+    return (
+        f"ARCS: fix {attempt.failure_class or 'CI'} failure on {attempt.head_branch or attempt.base_branch}"
+    )
+
+
+def _pr_body(attempt: Attempt) -> str:
+    lines = [attempt.explanation or "ARCS found a change that makes the failing tests pass.", ""]
+    if attempt.trigger == "issue" or (attempt.trigger == "comment" and attempt.head_branch is None):
+        lines.append(f"Fixes #{attempt.issue_number}.")
+    lines.append(
+        f"Attempt #{attempt.id}: verdict `{attempt.verdict}`, tier `{attempt.tier or '?'}`, "
+        f"{attempt.rounds or 0} round(s), {attempt.tokens or 0} tokens, ${attempt.cost_usd or 0:.2f}."
+    )
+    lines.append("\nComment `/arcs revise <instructions>` here to ask for changes.")
+    return "\n".join(lines)
+
+
+def record_pr_outcome(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> str:
+    """A pull request was closed: record merged/closed for the ones ARCS opened (idempotent)."""
+    args = job.args
+    repo = str(args["repo"])
+    number = int(args["number"])
+    merged = bool(args.get("merged"))
+    when = _parse_time(args.get("merged_at") if merged else args.get("closed_at"))
+    state = "merged" if merged else "closed"
+    if not deps.store.set_pr_state(repo, number, state, at=when):
+        log.info("pr.not_ours", number=number)
+        set_outcome("not_ours")
+        return "not_ours"
+    log.info("pr.outcome", number=number, state=state)
+    set_outcome(state)
+    return state
+
+
+def refresh_index(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> str:
+    """Refresh a repository's code index at the pushed commit (idempotent: no attempt row)."""
+    if deps.index is None:
+        log.info("index.disabled")
+        set_outcome("skipped")
+        return "skipped"
+    args = job.args
+    repo = str(args["repo"])
+    gh = deps.github(_int(args.get("installation_id")))
+    sha = args.get("after") or gh.get_branch_head(repo, None).sha
+    with deps.scratch() as scratch:
+        workdir = scratch / "repo"
+        workdir.mkdir()
+        gh.clone(repo, str(sha), workdir)
+        stats = deps.index.refresh(repo, workdir, full=args.get("mode") == "full")
+    log.info("index.refreshed", sha=str(sha)[:12], **{k: v for k, v in stats.items() if k != "event"})
+    set_outcome("refreshed")
+    return "refreshed"
+
+
+DomainFunction = Callable[..., str]
+
+FUNCTIONS: Mapping[str, DomainFunction] = {
+    "refresh_index": refresh_index,
+    "repair_ci_failure": repair_ci_failure,
+    "repair_issue": repair_issue,
+    "handle_command": handle_command,
+    "record_pr_outcome": record_pr_outcome,
+    "publish_result": publish_result,
+}
+"""The domain function of each actor."""
+
+
+def dispatch(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> str:
+    """Run the domain function of ``job.actor`` (in-process: the CLI and tests)."""
+    return FUNCTIONS[job.actor](deps, job, message_id=message_id)

@@ -1,0 +1,71 @@
+"""The ports of the repair core. Each has a real implementation and an in-repo fake.
+
+- :class:`Retriever` (``indexing.retriever.HybridRetriever``; fake: tests)
+- :class:`Proposer` (``proposers.anthropic``, ``proposers.templates``, ``proposers.replay``)
+- ``Runner`` (``runners.base.Runner``: ``runners.sandbox.LocalSandbox``; fake: ``runners.fake.FakeRunner``)
+- ``Gate`` (``jobs.repair.gates``)
+- :class:`Clock` (wall time is read only through it, so replays are exact)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from jobs.repair.budget import Budget
+from jobs.repair.model import Evidence, Feedback, Proposal
+from jobs.repair.task import RepairTask
+
+
+@runtime_checkable
+class SourceView(Protocol):
+    """Read-only view of the candidate's base source tree (repository-relative POSIX paths)."""
+
+    def read(self, path: str) -> str | None:
+        """File content, or None when missing/unreadable/binary."""
+        ...
+
+    def files(self) -> Sequence[str]:
+        """All indexable files, sorted."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ProposalRequest:
+    """Everything a proposer may look at for one round."""
+
+    task: RepairTask
+    source: SourceView
+    round: int
+    """0-based round index."""
+    evidence: tuple[Evidence, ...] = ()
+    plan: tuple[str, ...] = ()
+    """Subgoals (medium/large tiers); empty when planning is off."""
+    feedback: tuple[Feedback, ...] = ()
+    """Encoded feedback of earlier rounds, oldest first."""
+    n: int = 1
+    """How many candidates the controller would like (diversified prompting)."""
+    tried: frozenset[str] = frozenset()
+    """Normalized-patch keys already executed; proposers should not repeat them."""
+
+
+@runtime_checkable
+class Proposer(Protocol):
+    """Produces candidate patches. Must never raise for model/template trouble: return [] and
+    describe the problem in the trace instead (errors are data in the loop)."""
+
+    name: str
+
+    def propose(self, request: ProposalRequest, remaining: Budget) -> list[Proposal]:
+        """Up to ``request.n`` proposals, spending at most ``remaining`` (tokens, USD)."""
+        ...
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """Monotonic seconds; the only way the core learns about time."""
+
+    def monotonic(self) -> float:
+        """Seconds from an arbitrary origin."""
+        ...

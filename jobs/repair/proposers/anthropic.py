@@ -1,0 +1,290 @@
+"""The LLM proposer: one forced ``propose_patch`` tool call per candidate, diversified prompts.
+
+Prompt layout (see :mod:`jobs.repair.llm` for caching): the system block is ``prompts/system.md``;
+the cached context block is ``prompts/propose_context.md`` (task with untrusted text fenced,
+interface invariants, plan, evidence, feedback) packed under ``context_chars`` with stable
+truncation (:func:`jobs.repair.prompts.pack_context`); the user turn is ``prompts/propose.md``
+with one prompt *variant* (QualityFlow's diversified prompting).
+
+For ``request.n > 1`` the calls are made sequentially, one variant each, rotating through the
+variants by round so consecutive rounds start from different angles. Sequential on purpose: each
+call's real usage is known before the next one is budgeted, the shared context block is cached
+by the first call, and replays see the calls in a fixed order. ``n`` is capped at the number of
+variants (without sampling temperature, repeating a variant would repeat its answer).
+
+Budget: before each call the input is estimated at chars/4 (priced as a cache write, the dearer
+case) and ``max_tokens`` is lowered so that input + output fit the remaining tokens and USD; when
+fewer than ``min_output_tokens`` would remain, no call is made (``last_budget_stop`` says why).
+
+Never raises for model trouble: a failed call is recorded in ``last_errors`` and ends the
+round's calls; an unusable answer becomes a :class:`Proposal` without edits whose explanation
+starts with ``model returned no usable edits:`` so the loop can feed the reason back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+
+from jobs.repair.budget import Budget
+from jobs.repair.llm import LLM, LLMError, LLMRequest, LLMResponse, Message, ToolSpec, estimate_tokens
+from jobs.repair.model import Edit, EditKind, Proposal
+from jobs.repair.ports import ProposalRequest
+from jobs.repair.pricing import PriceTable, price_for
+from jobs.repair.prompts import PackedContext, load_prompt, pack_context, render
+from jobs.repair.roles import normalize_repo_path, tool_input
+
+VARIANTS: tuple[str, ...] = ("minimal", "root_cause", "test_expectation", "callers")
+"""Prompt variants (``prompts/variant_<id>.md``), in rotation order."""
+
+NO_EDITS = "model returned no usable edits"
+EDIT_KINDS: tuple[EditKind, ...] = ("replace", "create", "insert")
+# Wire overhead of a request beyond its text (JSON keys, tool schema framing), in tokens.
+_REQUEST_OVERHEAD_TOKENS = 64
+
+PROPOSE_TOOL = ToolSpec(
+    name="propose_patch",
+    description=(
+        "Submit the patch that repairs the task: an explanation of the root cause and the change, "
+        "and the file edits, applied in order."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "explanation": {
+                "type": "string",
+                "description": "Root cause and a summary of the change (goes into the pull request).",
+            },
+            "edits": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "path": {
+                            "type": "string",
+                            "description": "Repository-relative path, forward slashes.",
+                        },
+                        "kind": {"type": "string", "enum": list(EDIT_KINDS)},
+                        "old": {
+                            "type": "string",
+                            "description": "replace: exact text of the current file, occurring once.",
+                        },
+                        "new": {
+                            "type": "string",
+                            "description": "Replacement, new file content or inserted text.",
+                        },
+                        "line": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "description": "insert: insert after this 1-based line (0 = top of file).",
+                        },
+                    },
+                    "required": ["path", "kind", "new"],
+                },
+            },
+        },
+        "required": ["explanation", "edits"],
+    },
+)
+
+
+def parse_edits(value: object) -> tuple[tuple[Edit, ...], str]:
+    """Validate a ``propose_patch`` ``edits`` value; all edits or none (with the reason)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return (), "edits is a string that is not JSON"
+    if not isinstance(value, list):
+        return (), f"edits is {type(value).__name__}, not a list"
+    if not value:
+        return (), "edits is empty"
+    edits: list[Edit] = []
+    for i, raw in enumerate(value):
+        where = f"edit {i + 1}"
+        if not isinstance(raw, dict):
+            return (), f"{where} is {type(raw).__name__}, not an object"
+        path = normalize_repo_path(raw.get("path"))
+        if path is None:
+            return (), f"{where}: path {raw.get('path')!r} is not a repository-relative path"
+        kind = raw.get("kind", "replace")
+        if kind not in EDIT_KINDS:
+            return (), f"{where}: kind {kind!r} is not one of {', '.join(EDIT_KINDS)}"
+        old = raw.get("old", "")
+        new = raw.get("new", "")
+        old = "" if old is None else old
+        new = "" if new is None else new
+        if not isinstance(old, str) or not isinstance(new, str):
+            return (), f"{where}: old/new must be strings"
+        line = raw.get("line", 0)
+        if isinstance(line, str) and line.strip().isdigit():
+            line = int(line)
+        if line is None:
+            line = 0
+        if isinstance(line, bool) or not isinstance(line, int) or line < 0:
+            return (), f"{where}: line {line!r} is not a non-negative integer"
+        if kind == "replace":
+            if not old:
+                return (), f"{where}: replace needs the exact current text in old"
+            if old == new:
+                return (), f"{where}: replace does not change anything (old == new)"
+        elif kind == "insert" and not new:
+            return (), f"{where}: insert needs text in new"
+        edits.append(Edit(path=path, kind=kind, old=old if kind == "replace" else "", new=new, line=line))
+    return tuple(edits), ""
+
+
+class AnthropicProposer:
+    """:class:`~jobs.repair.ports.Proposer` over an :class:`~jobs.repair.llm.LLM` (normally Anthropic)."""
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        variants: Sequence[str] = VARIANTS,
+        context_chars: int = 60_000,
+        max_output_tokens: int = 8_192,
+        min_output_tokens: int = 1_024,
+        price_table: PriceTable | None = None,
+    ) -> None:
+        if not variants:
+            raise ValueError("at least one prompt variant is required")
+        for variant in variants:
+            load_prompt(f"variant_{variant}")  # fail at construction, not mid-repair
+        self.llm = llm
+        self.variants = tuple(variants)
+        self.context_chars = context_chars
+        self.max_output_tokens = max_output_tokens
+        self.min_output_tokens = min_output_tokens
+        self._price_table = price_table
+        self.last_errors: list[LLMError] = []
+        """Errors of the latest :meth:`propose` call (the call that failed ends the round)."""
+        self.last_budget_stop: str | None = None
+        """Budget dimension (``tokens``/``usd``) that stopped the latest :meth:`propose`, if any."""
+        self.last_context: PackedContext | None = None
+        """The packed context block of the latest :meth:`propose` (for traces)."""
+        self.last_warnings: list[str] = []
+        """Non-fatal notes of the latest :meth:`propose` (e.g. a cost priced with the default table entry)."""
+
+    # -- prompt --------------------------------------------------------------------------------
+
+    def variants_for(self, request: ProposalRequest) -> tuple[str, ...]:
+        """The variants used for ``request`` (``n`` capped at the number of variants)."""
+        n = max(0, min(request.n, len(self.variants)))
+        return tuple(self.variants[(request.round + i) % len(self.variants)] for i in range(n))
+
+    def context_for(self, request: ProposalRequest) -> PackedContext:
+        """The cached context block for ``request``."""
+        return pack_context(
+            request.task,
+            evidence=request.evidence,
+            plan=request.plan,
+            feedback=request.feedback,
+            budget_chars=self.context_chars,
+        )
+
+    def build_request(self, request: ProposalRequest, variant: str, context: PackedContext) -> LLMRequest:
+        """The model request for one variant (``max_tokens`` not yet fitted to the budget)."""
+        tried = ""
+        if request.tried:
+            count = len(request.tried)
+            tried = (
+                f"\n{count} candidate patch{'es were' if count > 1 else ' was'} already executed and failed; "
+                "propose a different change, not a variation of one that was tried.\n"
+            )
+        prompt = render(
+            "propose",
+            variant_id=variant,
+            variant=load_prompt(f"variant_{variant}").strip(),
+            tried=tried,
+        )
+        return LLMRequest(
+            system=load_prompt("system"),
+            context=context.text,
+            messages=(Message("user", prompt),),
+            tools=(PROPOSE_TOOL,),
+            tool_choice=PROPOSE_TOOL.name,
+            max_tokens=self.max_output_tokens,
+            purpose=f"propose:{variant}",
+        )
+
+    # -- budget --------------------------------------------------------------------------------
+
+    def _fit_output(
+        self, llm_request: LLMRequest, tokens_left: int, usd_left: float
+    ) -> tuple[int, str | None]:
+        """Output tokens affordable for this request, and the binding dimension if too few."""
+        input_tokens = estimate_tokens(llm_request.chars) + _REQUEST_OVERHEAD_TOKENS
+        by_tokens = tokens_left - input_tokens
+        if by_tokens < self.min_output_tokens:
+            return max(0, by_tokens), "tokens"
+        price = price_for(self.llm.model, self._price_table)
+        input_usd = input_tokens * max(price.input, price.cache_write) / 1_000_000
+        per_output = price.output / 1_000_000
+        by_usd = int((usd_left - input_usd) / per_output) if per_output > 0 else by_tokens
+        if by_usd < self.min_output_tokens:
+            return max(0, by_usd), "usd"
+        return min(self.max_output_tokens, by_tokens, by_usd), None
+
+    # -- propose -------------------------------------------------------------------------------
+
+    def propose(self, request: ProposalRequest, remaining: Budget) -> list[Proposal]:
+        """Up to ``request.n`` proposals (one per variant), each within what is left of ``remaining``."""
+        self.last_errors = []
+        self.last_budget_stop = None
+        self.last_warnings = []
+        variants = self.variants_for(request)
+        if not variants:
+            return []
+        context = self.context_for(request)
+        self.last_context = context
+        tokens_left, usd_left = remaining.tokens, remaining.usd
+        proposals: list[Proposal] = []
+        for variant in variants:
+            llm_request = self.build_request(request, variant, context)
+            max_tokens, stop = self._fit_output(llm_request, tokens_left, usd_left)
+            if stop is not None:
+                self.last_budget_stop = stop
+                break
+            try:
+                response = self.llm.complete(replace(llm_request, max_tokens=max_tokens))
+            except LLMError as exc:
+                self.last_errors.append(exc)
+                break
+            if response.price_estimated and not self.last_warnings:
+                self.last_warnings.append(
+                    f"model {response.model!r} is not in pricing.json; costs use the conservative default price"
+                )
+            tokens_left -= response.usage.tokens
+            usd_left -= response.usage.usd
+            proposals.append(self.to_proposal(response, variant))
+        return proposals
+
+    def to_proposal(self, response: LLMResponse, variant: str) -> Proposal:
+        """Parse a ``propose_patch`` response; unusable answers give a proposal without edits."""
+        data, problem = tool_input(response, PROPOSE_TOOL.name)
+        edits: tuple[Edit, ...] = ()
+        explanation = ""
+        if data is not None:
+            value = data.get("explanation")
+            explanation = value if isinstance(value, str) else ""
+            edits, problem = parse_edits(data.get("edits"))
+            if problem and response.stop_reason == "max_tokens":
+                problem += " (the answer was cut at max_tokens)"
+        if not edits:
+            explanation = f"{NO_EDITS}: {problem}"
+        return Proposal(
+            edits=edits,
+            explanation=explanation.strip(),
+            proposer=self.name,
+            variant=variant,
+            usage=response.usage,
+            raw=response.raw,
+        )
+
+
+__all__ = ["EDIT_KINDS", "NO_EDITS", "PROPOSE_TOOL", "VARIANTS", "AnthropicProposer", "parse_edits"]

@@ -1,0 +1,57 @@
+"""Choosing among executed candidates, and best-so-far tracking across rounds."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateScore:
+    """What selection needs to know about one executed candidate.
+
+    ``key`` is the candidate's :func:`~jobs.repair.diffing.patch_key`; ``submittable`` means
+    every gate passed; ``diff_lines`` is the size of its (normalized) diff; ``order`` its
+    position in proposal order (breaks the last ties, so selection is deterministic); ``votes``
+    is filled in by :func:`select_best` from the candidates sharing ``key``.
+    """
+
+    key: str
+    submittable: bool
+    tests_passed: int
+    diff_lines: int
+    order: int
+    votes: int = 1
+
+
+def _rank(c: CandidateScore) -> tuple[int, int, int, int]:
+    return (-c.tests_passed, c.diff_lines, -c.votes, c.order)
+
+
+def select_best(candidates: Sequence[CandidateScore]) -> CandidateScore | None:
+    """The best submittable candidate, or None when none is submittable.
+
+    Most tests passed, then smallest diff, then most agreement (how many candidates — of all,
+    submittable or not — produced the same patch key), then earliest in proposal order. The
+    returned value has ``votes`` set.
+    """
+    votes = Counter(c.key for c in candidates)
+    pool = [replace(c, votes=votes[c.key]) for c in candidates if c.submittable]
+    if not pool:
+        return None
+    return min(pool, key=_rank)
+
+
+def best_so_far(previous: CandidateScore | None, new: CandidateScore) -> CandidateScore:
+    """Best-so-far tracking (seed 000, Prop. 1): ``new`` replaces ``previous`` only if strictly better.
+
+    Better means: submittable beats not submittable, then more tests passed. Ties keep the
+    earlier candidate. Hence, once a submittable candidate is held, tests passed never
+    decreases, and a candidate that failed a gate never displaces one that passed them all.
+    """
+    if previous is None:
+        return new
+    if (new.submittable, new.tests_passed) > (previous.submittable, previous.tests_passed):
+        return new
+    return previous

@@ -1,0 +1,261 @@
+"""The real :class:`~jobs.repair.workbench.Workbench`: private copies of a local tree, the sandboxed
+runner, parsed per-test results.
+
+- :meth:`SandboxWorkbench.preview` applies edits (atomically, :func:`jobs.repair.edits.apply_edits`)
+  to one long-lived scratch copy of the tree and restores the touched files from the original
+  right after, so previewing costs no copy and nothing of a candidate survives into the next.
+- :meth:`SandboxWorkbench.run_tests` makes a fresh ephemeral copy per run, writes the change into
+  it, runs the resolved test command there (narrowed to the selected tests when the framework can)
+  and parses the results (:func:`runners.execute.run_in_workspace`). One call, one execution.
+
+The user's work tree is only ever read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+
+from jobs.repair.edits import AppliedEdits, apply_edits
+from jobs.repair.model import Edit, Failure, Frame
+from jobs.repair.workbench import TestOutcome
+from runners.base import Runner
+from runners.commands import ResolvedCommand
+from runners.execute import run_in_workspace
+from runners.results import TestFailure, TestRun
+from runners.workspace import ephemeral_workspace
+
+MAX_FRAMES = 12
+
+
+class SystemClock:
+    """The :class:`~jobs.repair.ports.Clock` of a real run: ``time.monotonic``."""
+
+    def monotonic(self) -> float:
+        """Seconds from an arbitrary origin."""
+        return time.monotonic()
+
+
+class DirectorySource:
+    """A :class:`~jobs.repair.ports.SourceView` over a local tree (indexable files only), cached."""
+
+    def __init__(self, root: Path, files: Sequence[str]) -> None:
+        self.root = Path(root)
+        self._files = sorted(files)
+        self._texts: dict[str, str | None] = {}
+
+    @classmethod
+    def of(
+        cls, root: Path, *, exclude: Sequence[str] = (), max_file_bytes: int = 1_000_000
+    ) -> DirectorySource:
+        """The indexable files of ``root`` (git's view when it is a work tree)."""
+        from indexing.files import discover_files
+
+        return cls(root, discover_files(root, exclude=exclude, max_file_bytes=max_file_bytes))
+
+    def read(self, path: str) -> str | None:
+        """The file's text, or None when missing, unreadable or binary."""
+        if path not in self._texts:
+            from indexing.files import read_text
+
+            self._texts[path] = read_text(self.root, path)
+        return self._texts[path]
+
+    def files(self) -> Sequence[str]:
+        """The indexable files, sorted."""
+        return self._files
+
+    def digest(self) -> str:
+        """sha256 over (path, content) of every file: identifies the base tree for replays."""
+        h = hashlib.sha256()
+        for path in self._files:
+            text = self.read(path)
+            h.update(path.encode("utf-8", "surrogateescape") + b"\0")
+            h.update((text if text is not None else "\0binary").encode("utf-8", "surrogateescape") + b"\0")
+        return h.hexdigest()
+
+
+def to_failure(f: TestFailure) -> Failure:
+    """A runner :class:`TestFailure` as the repair core's :class:`Failure` (innermost frame last)."""
+    frames = tuple(Frame(fr.file, fr.line, fr.function or "") for fr in f.frames)[-MAX_FRAMES:]
+    return Failure(
+        test_id=f.id,
+        type=f.type or "",
+        message=f.message,
+        path=f.file or "",
+        line=f.line or 0,
+        frames=frames,
+    )
+
+
+def to_outcome(run: TestRun, *, selected: bool) -> TestOutcome:
+    """A parsed :class:`TestRun` reduced to a :class:`TestOutcome`."""
+    return TestOutcome(
+        passed=tuple(run.passed_ids),
+        failed=tuple(run.failed_ids),
+        errors=tuple(dict.fromkeys(e.id for e in run.errors)),
+        failures=tuple(to_failure(f) for f in (*run.failures, *run.errors)),
+        exit_code=run.exit_code,
+        duration_s=run.duration_s,
+        timed_out=run.killed_by == "timeout",
+        skipped=tuple(r.id for r in run.results if r.outcome == "skipped"),
+        selected=selected,
+        command=run.command,
+    )
+
+
+def write_change(workspace: Path, change: AppliedEdits) -> None:
+    """Write ``change``'s resulting files into ``workspace`` (create, overwrite, delete; modes kept)."""
+    root = workspace.resolve()
+    for c in change.changes:
+        target = root / c.path
+        if not target.resolve().is_relative_to(root):
+            raise ValueError(f"{c.path} escapes the workspace")
+        if c.after is None:
+            with contextlib.suppress(FileNotFoundError):
+                target.unlink()
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink():
+            target.unlink()
+        target.write_bytes(c.after.encode("utf-8"))
+        target.chmod(0o755 if c.mode & 0o111 else 0o644)
+
+
+class SandboxWorkbench:
+    """See the module docstring. Use as a context manager (or call :meth:`close`)."""
+
+    def __init__(
+        self,
+        repo: Path,
+        command: ResolvedCommand,
+        runner: Runner,
+        *,
+        workspace_root: Path | None = None,
+        memory_mb: int = 2048,
+        env: Mapping[str, str] | None = None,
+        exclude: Sequence[str] = (),
+    ) -> None:
+        self.repo = Path(repo).resolve()
+        self.command = command
+        self.runner = runner
+        self.workspace_root = workspace_root
+        self.memory_mb = memory_mb
+        self.env = dict(env or {})
+        self.exclude = tuple(exclude)
+        self._source: DirectorySource | None = None
+        self._stack = contextlib.ExitStack()
+        self._scratch: Path | None = None
+        self.runs = 0
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Remove the scratch copy."""
+        self._stack.close()
+        self._scratch = None
+
+    def __enter__(self) -> SandboxWorkbench:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- Workbench -------------------------------------------------------------------------------
+
+    @property
+    def framework(self) -> str:
+        """The resolved command's framework ('' when unknown)."""
+        return self.command.framework or ""
+
+    def source(self) -> DirectorySource:
+        """The base tree's indexable files (listed once)."""
+        if self._source is None:
+            self._source = DirectorySource.of(self.repo, exclude=self.exclude)
+        return self._source
+
+    def preview(self, edits: Sequence[Edit]) -> AppliedEdits:
+        """Apply ``edits`` in the scratch copy, record the change, restore the copy."""
+        scratch = self._scratch_copy()
+        try:
+            applied = apply_edits(scratch, edits)
+        except BaseException:
+            self._restore(scratch, [e.path for e in edits])
+            raise
+        self._restore(scratch, applied.paths)
+        return applied
+
+    def run_tests(
+        self, change: AppliedEdits | None, *, select: Sequence[str] | None = None, timeout_s: float
+    ) -> TestOutcome:
+        """Run the (narrowed) command on base + ``change`` in a fresh copy; never raises for test trouble."""
+        resolved = self.command
+        selected = False
+        if select:
+            narrowed = self.command.selecting(list(select))
+            if narrowed is not None:
+                resolved, selected = narrowed, True
+        self.runs += 1
+        with ephemeral_workspace(self.repo, root=self.workspace_root) as ws:
+            if change is not None:
+                write_change(ws, change)
+            run = run_in_workspace(
+                self.runner, ws, resolved, timeout_s=timeout_s, memory_mb=self.memory_mb, env=self.env
+            )
+        return to_outcome(run, selected=selected)
+
+    # -- scratch ---------------------------------------------------------------------------------
+
+    def _scratch_copy(self) -> Path:
+        if self._scratch is None:
+            self._scratch = self._stack.enter_context(
+                ephemeral_workspace(self.repo, root=self.workspace_root)
+            )
+        return self._scratch
+
+    def _restore(self, scratch: Path, paths: Sequence[str]) -> None:
+        """Make ``paths`` in the scratch copy equal to the original tree again."""
+        for rel in paths:
+            rel = rel.lstrip("/")
+            original = self.repo / rel
+            target = scratch / rel
+            try:
+                if not target.resolve().is_relative_to(scratch.resolve()):
+                    continue
+            except OSError:
+                continue
+            if original.is_file() and not original.is_symlink():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if target.is_symlink() or (target.exists() and not target.is_file()):
+                    _remove(target)
+                shutil.copy2(original, target)
+            elif (
+                not original.exists()
+                and not original.is_symlink()
+                and (target.exists() or target.is_symlink())
+            ):
+                _remove(target)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink()
+
+
+__all__ = [
+    "DirectorySource",
+    "SandboxWorkbench",
+    "SystemClock",
+    "to_failure",
+    "to_outcome",
+    "write_change",
+]

@@ -1,0 +1,696 @@
+"""Which command runs a repository's tests, and how to get per-test results out of it.
+
+Resolution order (:func:`resolve_test_command`):
+
+1. ``explicit`` (the ``--cmd`` flag), then ``test:`` in ``.arcs.yml``;
+2. the step that failed in CI: its script as the job log shows it, and its
+   ``working-directory`` from ``.github/workflows/*.yml``;
+3. conventions, in this order: pytest, ``npm test``, ``go test ./...``, ``cargo test``,
+   ``mvn -q test`` (and gradle).
+
+The resolved command is then *adapted* for machine-readable results (:attr:`ResolvedCommand.shell`):
+pytest writes JUnit XML (``--junitxml``, ``-o junit_family=xunit1`` for file/line attributes,
+``-p no:cacheprovider``); ``go test`` gets ``-json``; jest adds the ``jest-junit`` reporter only
+when the repository has it; vitest uses its built-in ``junit`` reporter; maven/gradle have their
+surefire/test-results XML gathered into one file; cargo and unittest are read as text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from bot.errors import UsageError
+from runners.config import RepoConfig
+from runners.logs import FailedStep
+from runners.results import Framework, framework_of_command
+
+Source = Literal["flag", "config", "workflow", "convention"]
+Report = Literal["junit", "go-json", "text"]
+
+JUNIT_DIR = ".arcs"
+JUNIT_PATH = f"{JUNIT_DIR}/junit.xml"
+"""Workspace-relative path of the JUnit file an adapted command writes (the runner collects it)."""
+
+BASE_ENV: Mapping[str, str] = {
+    # Test runners switch to non-interactive, non-watch behaviour under CI.
+    "CI": "true",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "CARGO_TERM_COLOR": "never",
+    "NO_COLOR": "1",
+}
+_JEST_JUNIT_ENV: Mapping[str, str] = {
+    "JEST_JUNIT_OUTPUT_NAME": "junit.xml",
+    "JEST_JUNIT_CLASSNAME": "{filepath}",
+    "JEST_JUNIT_TITLE": "{classname} {title}",
+    "JEST_JUNIT_SUITE_NAME": "{filepath}",
+    "JEST_JUNIT_ADD_FILE_ATTRIBUTE": "true",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedCommand:
+    """A test command, where it came from, and how ARCS runs it."""
+
+    command: str
+    """The command as the user or CI wrote it (``python -m pytest -q``)."""
+    source: Source
+    framework: Framework | None = None
+    workdir: str = ""
+    """Repository-relative folder the command runs in (``""``: the root)."""
+    junit: bool = True
+    """Whether :attr:`shell` asks the framework for a machine-readable report."""
+    setup: str | None = None
+    """``.arcs.yml`` ``setup:``, run before the tests in the same workspace."""
+    env: Mapping[str, str] = field(default_factory=lambda: dict(BASE_ENV))
+    note: str = ""
+    """Why something was not done (e.g. "jest-junit is not installed: reading jest's text output")."""
+
+    @property
+    def report(self) -> Report:
+        """Where per-test results come from when :attr:`shell` runs."""
+        if not self.junit or self.framework is None:
+            return "text"
+        if self.framework == "go":
+            return "go-json" if _GO_TEST.search(_last_segment(self.command)) else "text"
+        if self.framework in ("pytest", "jest", "vitest", "maven", "gradle"):
+            return (
+                "junit"
+                if self._adapted() != self.command or self.framework in ("maven", "gradle")
+                else "text"
+            )
+        return "text"
+
+    @property
+    def junit_path(self) -> str | None:
+        """The workspace-relative file to collect, when :attr:`report` is ``junit``."""
+        return JUNIT_PATH if self.report == "junit" else None
+
+    @property
+    def collect(self) -> tuple[str, ...]:
+        """What to pass as ``collect=`` to :meth:`runners.base.Runner.run`."""
+        return (JUNIT_PATH,) if self.report == "junit" else ()
+
+    @property
+    def shell(self) -> str:
+        """The full POSIX ``sh`` command line run in the workspace root."""
+        adapted = self._adapted()
+        body = adapted
+        if "\n" in body.strip():
+            body = "set -e\n" + body  # a multi-line CI script stops at its first failure, as under bash -e
+        if self.workdir:
+            body = f"cd {shlex.quote(self.workdir)} && {body}"
+        if self.report == "junit":
+            prefix = f'ARCS_OUT="$PWD/{JUNIT_DIR}"; mkdir -p "$ARCS_OUT"; '
+            if self.framework == "jest":
+                prefix += 'export JEST_JUNIT_OUTPUT_DIR="$ARCS_OUT"; '
+            if self.framework in ("maven", "gradle"):
+                pattern = (
+                    "*/target/s*-reports/TEST-*.xml"
+                    if self.framework == "maven"
+                    else "*/build/test-results/*/TEST-*.xml"
+                )
+                # Reports are per class; concatenate them (the parser splits documents) and keep the exit status.
+                return (
+                    f"{prefix}( {body} ); arcs_status=$?; "
+                    f"find . -path '{pattern}' -exec cat {{}} + > \"$ARCS_OUT/junit.xml\" 2>/dev/null; "
+                    "exit $arcs_status"
+                )
+            return prefix + body
+        return body
+
+    def _adapted(self) -> str:
+        if not self.junit or self.framework is None:
+            return self.command
+        return _adapt(self.command, self.framework)
+
+    def selecting(self, test_ids: Sequence[str]) -> ResolvedCommand | None:
+        """The same command narrowed to ``test_ids``, or None when the framework cannot select tests."""
+        if not test_ids or self.framework is None:
+            return None
+        narrowed = _select(self.command, self.framework, list(test_ids))
+        if narrowed is None:
+            return None
+        return replace(self, command=narrowed)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "command": self.command,
+            "source": self.source,
+            "framework": self.framework,
+            "workdir": self.workdir,
+            "report": self.report,
+            "shell": self.shell,
+            "note": self.note,
+        }
+
+
+# --------------------------------------------------------------------------- adaptation
+
+_PYTEST = re.compile(r"(?:^|\s)(?:\S*python[\d.]*\s+-m\s+pytest|\S*pytest|py\.test)(?=\s|$)")
+_GO_TEST = re.compile(r"(?:^|\s)go\s+test(?=\s|$)")
+_JEST = re.compile(r"(?:^|\s)(?:npx\s+|yarn\s+|pnpm\s+(?:exec\s+)?)?jest(?=\s|$)")
+_VITEST = re.compile(r"(?:^|\s)(?:npx\s+|yarn\s+|pnpm\s+(?:exec\s+)?)?vitest(?=\s|$)")
+_NPM_TEST = re.compile(r"^npm\s+(?:run\s+)?test(?=\s|$)")
+
+
+def _unquoted(text: str) -> list[tuple[int, str]]:
+    """(index, char) of the characters of ``text`` outside single/double quotes."""
+    out: list[tuple[int, str]] = []
+    quote: str | None = None
+    escaped = False
+    for i, ch in enumerate(text):
+        if escaped:
+            escaped = False
+            continue
+        if ch == "\\" and quote != "'":
+            escaped = True
+            continue
+        if quote is not None:
+            if ch == quote:
+                quote = None
+            continue
+        if ch in "'\"":
+            quote = ch
+            continue
+        out.append((i, ch))
+    return out
+
+
+def _last_segment(command: str) -> str:
+    """The last simple command of a shell line (after the last unquoted ``&&``, ``||``, ``;`` or newline)."""
+    text = command.strip()
+    chars = _unquoted(text)
+    cut = 0
+    for k, (i, ch) in enumerate(chars):
+        nxt = chars[k + 1] if k + 1 < len(chars) else None
+        if ch in ";\n":
+            cut = i + 1
+        elif ch in "&|" and nxt is not None and nxt[1] == ch and nxt[0] == i + 1:
+            cut = i + 2
+    return text[cut:].strip()
+
+
+def _plain(segment: str) -> bool:
+    # Appending flags is only safe when nothing after the command would receive them instead
+    # (no unquoted pipe, redirection, background job or command substitution).
+    chars = _unquoted(segment)
+    if any(ch in "|<>&`" for _, ch in chars):
+        return False
+    return not any(ch == "$" and segment[i + 1 : i + 2] == "(" for i, ch in chars)
+
+
+def _regex_escape(text: str) -> str:
+    # Escape only regex metacharacters: JS (jest -t) and RE2 (go -run) both accept these escapes.
+    return re.sub(r"([.*+?^${}()|\[\]\\/])", r"\\\1", text)
+
+
+def _append_to_last(command: str, extra: str) -> str:
+    return command.rstrip() + " " + extra
+
+
+def _adapt(command: str, framework: Framework) -> str:
+    last = _last_segment(command)
+    if not _plain(last):
+        return command
+    if framework == "pytest" and _PYTEST.search(last):
+        return _append_to_last(
+            command, '--junitxml="$ARCS_OUT/junit.xml" -o junit_family=xunit1 -p no:cacheprovider'
+        )
+    if framework == "go" and _GO_TEST.search(last) and "-json" not in last.split():
+        return re.sub(r"\bgo\s+test\b(?![\s\S]*\bgo\s+test\b)", "go test -json", command)
+    if framework == "jest":
+        args = "--ci --reporters=default --reporters=jest-junit"
+        if _NPM_TEST.match(last):
+            return _append_to_last(command, ("-- " if " -- " not in f" {last} " else "") + args)
+        if _JEST.search(last):
+            return _append_to_last(command, args)
+        return command
+    if framework == "vitest":
+        args = '--reporter=default --reporter=junit --outputFile.junit="$ARCS_OUT/junit.xml"'
+        if _NPM_TEST.match(last):
+            return _append_to_last(command, ("-- " if " -- " not in f" {last} " else "") + args)
+        if _VITEST.search(last):
+            return _append_to_last(command, args)
+        return command
+    if framework == "cargo" and re.search(r"\bcargo\s+test\b", last) and "--no-fail-fast" not in last:
+        # Without it cargo stops at the first failing test binary and later results are lost.
+        return re.sub(r"\bcargo\s+test\b", "cargo test --no-fail-fast", command, count=1)
+    return command
+
+
+# --------------------------------------------------------------------------- selection
+
+_PYTEST_VALUE_OPTS = frozenset(
+    [
+        "-k",
+        "-m",
+        "-c",
+        "-p",
+        "-o",
+        "-n",
+        "-W",
+        "-r",
+        "--rootdir",
+        "--confcutdir",
+        "--basetemp",
+        "--junitxml",
+        "--junit-xml",
+        "--junit-prefix",
+        "--tb",
+        "--maxfail",
+        "--durations",
+        "--log-level",
+        "--log-cli-level",
+        "--cov-report",
+        "--cov-config",
+        "--cov-fail-under",
+        "--ignore",
+        "--ignore-glob",
+        "--deselect",
+        "--import-mode",
+        "--capture",
+        "--timeout",
+        "--dist",
+        "--maxprocesses",
+        "--randomly-seed",
+        "--override-ini",
+        "--numprocesses",
+        "--reruns",
+        "--reruns-delay",
+        "--only-rerun",
+        "--count",
+    ]
+)
+_PYTEST_DROP = frozenset(
+    {"--reruns", "--reruns-delay", "--only-rerun", "--lf", "--last-failed", "--ff", "-x", "--exitfirst"}
+)
+_GO_VALUE_FLAGS = frozenset(
+    [
+        "-run",
+        "-skip",
+        "-count",
+        "-tags",
+        "-timeout",
+        "-p",
+        "-parallel",
+        "-cpu",
+        "-bench",
+        "-benchtime",
+        "-coverprofile",
+        "-covermode",
+        "-coverpkg",
+        "-exec",
+        "-ldflags",
+        "-gcflags",
+        "-asmflags",
+        "-o",
+        "-shuffle",
+        "-vet",
+        "-mod",
+        "-modfile",
+    ]
+)
+
+
+def _quote_all(args: Iterable[str]) -> str:
+    return " ".join(shlex.quote(a) for a in args)
+
+
+def _split_last(command: str) -> tuple[str, str]:
+    """(everything before the last shell segment, the last segment)."""
+    last = _last_segment(command)
+    head = command.rstrip()[: len(command.rstrip()) - len(last)]
+    return head, last
+
+
+def _select(command: str, framework: Framework, ids: list[str]) -> str | None:
+    head, last = _split_last(command)
+    if not _plain(last):
+        return None
+    try:
+        tokens = shlex.split(last)
+    except ValueError:
+        return None
+    if framework == "pytest":
+        return _select_pytest(head, tokens, ids)
+    if framework == "unittest":
+        idx = next((i for i, t in enumerate(tokens) if t == "unittest"), None)
+        if idx is None:
+            return None
+        opts = [t for t in tokens[idx + 1 :] if t in ("-v", "--verbose", "-b", "--buffer", "-q", "--quiet")]
+        return head + _quote_all([*tokens[: idx + 1], *opts, *ids])
+    if framework == "go":
+        return _select_go(head, tokens, ids)
+    if framework == "cargo":
+        if "--" in tokens:
+            cut = tokens.index("--")
+            return head + _quote_all([*tokens[: cut + 1], "--exact", *tokens[cut + 1 :], *ids])
+        return head + _quote_all([*tokens, "--", "--exact", *ids])
+    if framework in ("jest", "vitest"):
+        return _select_js(head, last, tokens, ids)
+    if framework == "maven":
+        by_class: dict[str, list[str]] = {}
+        for test_id in ids:
+            cls, _, method = test_id.partition("#")
+            by_class.setdefault(cls, []).append(method)
+        spec = ",".join(f"{c}#{'+'.join(m for m in ms if m)}" if any(ms) else c for c, ms in by_class.items())
+        kept = [t for t in tokens if not t.startswith("-Dtest=")]
+        return head + _quote_all([*kept, f"-Dtest={spec}", "-Dsurefire.failIfNoSpecifiedTests=false"])
+    if framework == "gradle":
+        tests = [f"--tests={t.replace('#', '.')}" for t in ids]
+        return head + _quote_all([*tokens, *tests])
+    return None
+
+
+def _select_pytest(head: str, tokens: list[str], ids: list[str]) -> str | None:
+    idx = next((i for i, t in enumerate(tokens) if t.endswith("pytest") or t == "py.test"), None)
+    if idx is None:
+        return None
+    kept: list[str] = []
+    rest = tokens[idx + 1 :]
+    i = 0
+    while i < len(rest):
+        tok = rest[i]
+        name = tok.split("=", 1)[0]
+        takes_value = (
+            name in _PYTEST_VALUE_OPTS
+            and "=" not in tok
+            and not (name.startswith("-") and len(name) == 2 and len(tok) > 2)
+        )
+        if name in _PYTEST_DROP:
+            i += 2 if takes_value else 1  # reruns would hide the flakiness triage is looking for
+            continue
+        if tok.startswith("-"):
+            kept.append(tok)
+            if takes_value and i + 1 < len(rest):
+                kept.append(rest[i + 1])
+                i += 1
+        # Positional arguments (paths, node ids) are replaced by the selected ids.
+        i += 1
+    return head + _quote_all([*tokens[: idx + 1], *kept, *ids])
+
+
+def _select_go(head: str, tokens: list[str], ids: list[str]) -> str | None:
+    try:
+        idx = next(i for i in range(len(tokens) - 1) if tokens[i] == "go" and tokens[i + 1] == "test")
+    except StopIteration:
+        return None
+    flags: list[str] = []
+    rest = tokens[idx + 2 :]
+    i = 0
+    while i < len(rest):
+        tok = rest[i]
+        if tok == "-args":
+            break
+        name = tok.split("=", 1)[0]
+        if tok.startswith("-"):
+            if name in ("-run", "-count", "--run", "--count"):
+                i += 1 if "=" in tok else 2
+                continue
+            flags.append(tok)
+            if name in _GO_VALUE_FLAGS and "=" not in tok and i + 1 < len(rest):
+                flags.append(rest[i + 1])
+                i += 1
+        i += 1
+    packages: list[str] = []
+    names: list[str] = []
+    for test_id in ids:
+        pkg, sep, name = test_id.rpartition("::")
+        top = name.split("/", 1)[0]
+        if sep and pkg not in packages:
+            packages.append(pkg)
+        if top not in names:
+            names.append(top)
+    pattern = "^(" + "|".join(_regex_escape(n) for n in names) + ")$"
+    # -count=1: never serve a cached result when the point is to run the test again.
+    return head + _quote_all(["go", "test", *flags, "-count=1", "-run", pattern, *(packages or ["./..."])])
+
+
+def _select_js(head: str, last: str, tokens: list[str], ids: list[str]) -> str:
+    files: list[str] = []
+    names: list[str] = []
+    for test_id in ids:
+        file, sep, name = test_id.partition("::")
+        if not sep:
+            file, name = "", test_id
+        if file and file not in files:
+            files.append(file)
+        if name not in names:
+            names.append(name)
+    pattern = "^(?:" + "|".join(_regex_escape(n) for n in names) + ")$"
+    extra = [*files, "-t", pattern]
+    if _NPM_TEST.match(last):
+        dashes = [] if "--" in tokens else ["--"]
+        return head + _quote_all([*tokens, *dashes, *extra])
+    return head + _quote_all([*tokens, *extra])
+
+
+# --------------------------------------------------------------------------- resolution
+
+
+def resolve_test_command(
+    repo: Path,
+    *,
+    explicit: str | None = None,
+    config: RepoConfig | None = None,
+    failed_step: FailedStep | str | None = None,
+) -> ResolvedCommand:
+    """Pick the test command for ``repo`` (see the module docstring for the order).
+
+    Raises :class:`bot.errors.UsageError` when nothing applies.
+    """
+    repo = Path(repo)
+    config = config or RepoConfig()
+    setup = config.setup
+    if explicit is not None and explicit.strip():
+        return _resolved(repo, explicit.strip(), "flag", setup=setup)
+    if config.test:
+        return _resolved(repo, config.test, "config", setup=setup)
+    if failed_step is not None:
+        found = _from_workflow(repo, failed_step)
+        if found is not None:
+            command, workdir = found
+            return _resolved(repo, command, "workflow", workdir=workdir, setup=setup)
+    convention = _from_conventions(repo)
+    if convention is not None:
+        return _resolved(repo, convention, "convention", setup=setup)
+    raise UsageError(
+        f"no test command found for {repo}: pass --cmd, set `test:` in .arcs.yml, "
+        "or add a recognised project file (pytest config, package.json test script, go.mod, Cargo.toml, pom.xml)"
+    )
+
+
+def _resolved(
+    repo: Path, command: str, source: Source, *, workdir: str = "", setup: str | None = None
+) -> ResolvedCommand:
+    root = repo / workdir if workdir else repo
+    framework = framework_of_command(command) or _framework_of_script(root, command)
+    junit = True
+    note = ""
+    if framework == "jest" and not _has_node_package(root, "jest-junit"):
+        junit = False
+        note = "jest-junit is not installed: reading jest's text output"
+    if framework in ("jest", "vitest") and re.match(r"^(?:yarn|pnpm)\s", _last_segment(command)):
+        junit = False
+        note = "report flags are not passed through yarn/pnpm scripts: reading the text output"
+    env = dict(BASE_ENV)
+    if framework == "jest" and junit:
+        env.update(_JEST_JUNIT_ENV)
+    return ResolvedCommand(
+        command=command,
+        source=source,
+        framework=framework,
+        workdir=workdir,
+        junit=junit,
+        setup=setup,
+        env=env,
+        note=note,
+    )
+
+
+def _package_json(root: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((root / "package.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _has_node_package(root: Path, name: str) -> bool:
+    if (root / "node_modules" / name).is_dir():
+        return True
+    pkg = _package_json(root) or {}
+    return any(isinstance(pkg.get(k), dict) and name in pkg[k] for k in ("dependencies", "devDependencies"))
+
+
+def _framework_of_script(root: Path, command: str) -> Framework | None:
+    """``npm test`` / ``yarn test``: the framework named by package.json's test script or dependencies."""
+    if not re.search(r"\b(?:npm|yarn|pnpm)\b.*\btest\b", command):
+        return None
+    pkg = _package_json(root) or {}
+    scripts = pkg.get("scripts") if isinstance(pkg.get("scripts"), dict) else {}
+    script = str((scripts or {}).get("test", ""))
+    if "vitest" in script:
+        return "vitest"
+    if re.search(r"\bjest\b|react-scripts test", script):
+        return "jest"
+    if _has_node_package(root, "vitest"):
+        return "vitest"
+    if _has_node_package(root, "jest"):
+        return "jest"
+    return None
+
+
+def _from_conventions(repo: Path) -> str | None:
+    if _looks_like_pytest(repo):
+        return "python -m pytest"
+    pkg = _package_json(repo)
+    if pkg is not None:
+        scripts = pkg.get("scripts") if isinstance(pkg.get("scripts"), dict) else {}
+        test = str((scripts or {}).get("test", ""))
+        if test and "no test specified" not in test:
+            if (repo / "pnpm-lock.yaml").is_file():
+                return "pnpm test"
+            if (repo / "yarn.lock").is_file():
+                return "yarn test"
+            return "npm test"
+    if (repo / "go.mod").is_file():
+        return "go test ./..."
+    if (repo / "Cargo.toml").is_file():
+        return "cargo test"
+    if (repo / "pom.xml").is_file():
+        return "./mvnw -q test" if (repo / "mvnw").is_file() else "mvn -q test"
+    if (repo / "build.gradle").is_file() or (repo / "build.gradle.kts").is_file():
+        return "./gradlew test" if (repo / "gradlew").is_file() else "gradle test"
+    return None
+
+
+_SKIP_DIRS = frozenset(
+    {".git", "node_modules", ".venv", "venv", "vendor", "target", "build", "dist", "__pycache__", ".tox"}
+)
+
+
+def _looks_like_pytest(repo: Path) -> bool:
+    if (repo / "pytest.ini").is_file() or (repo / "conftest.py").is_file():
+        return True
+    for name, marker in (
+        ("pyproject.toml", "[tool.pytest"),
+        ("setup.cfg", "[tool:pytest]"),
+        ("tox.ini", "[pytest]"),
+    ):
+        path = repo / name
+        if path.is_file():
+            try:
+                if marker in path.read_text(encoding="utf-8", errors="replace"):
+                    return True
+            except OSError:
+                pass
+    # Test files anywhere in the first few levels (not in vendored or virtualenv folders).
+    stack: list[tuple[Path, int]] = [(repo, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            entries = list(folder.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir():
+                if depth < 4 and entry.name not in _SKIP_DIRS and not entry.name.startswith("."):
+                    stack.append((entry, depth + 1))
+            elif entry.suffix == ".py" and (
+                entry.name.startswith("test_") or entry.name.endswith("_test.py")
+            ):
+                return True
+    return False
+
+
+def _normalize_script(text: str) -> str:
+    return "\n".join(" ".join(line.split()) for line in text.strip().splitlines() if line.strip())
+
+
+def _expression_pattern(run: str) -> re.Pattern[str]:
+    # `${{ matrix.x }}` is expanded in the log; match it as "anything on this line".
+    parts = re.split(r"\$\{\{.*?\}\}", _normalize_script(run))
+    return re.compile("^" + "[^\n]*?".join(re.escape(p) for p in parts) + "$")
+
+
+def _from_workflow(repo: Path, failed: FailedStep | str) -> tuple[str, str] | None:
+    """The failing step's script (as the log shows it) and its working directory from the workflow."""
+    if isinstance(failed, FailedStep):
+        if failed.uses:
+            return None
+        script = failed.command
+    else:
+        script = failed
+    script = script.strip()
+    if not script:
+        return None
+    wanted = _normalize_script(script)
+    first = wanted.splitlines()[0]
+    workdir = ""
+    best: tuple[int, str] | None = None
+    for step, defaults_dir in _workflow_run_steps(repo):
+        run = str(step.get("run", ""))
+        normalized = _normalize_script(run)
+        if normalized == wanted or _expression_pattern(run).match(wanted):
+            score = 2
+        elif normalized.splitlines()[:1] == [first]:
+            score = 1
+        else:
+            continue
+        wd = step.get("working-directory", defaults_dir)
+        wd = wd if isinstance(wd, str) and "${{" not in wd else ""
+        if best is None or score > best[0]:
+            best = (score, wd)
+    if best is not None:
+        workdir = best[1].strip().strip("/")
+        if workdir in (".", "./"):
+            workdir = ""
+        if workdir and not (repo / workdir).is_dir():
+            workdir = ""
+    return script, workdir
+
+
+def _workflow_run_steps(repo: Path) -> Iterable[tuple[dict[str, Any], str]]:
+    folder = repo / ".github" / "workflows"
+    if not folder.is_dir():
+        return
+    for path in sorted([*folder.glob("*.yml"), *folder.glob("*.yaml")]):
+        try:
+            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError, UnicodeDecodeError):
+            continue
+        if not isinstance(doc, dict):
+            continue
+        wf_dir = _default_workdir(doc)
+        jobs = doc.get("jobs")
+        if not isinstance(jobs, dict):
+            continue
+        for job in jobs.values():
+            if not isinstance(job, dict):
+                continue
+            job_dir = _default_workdir(job) or wf_dir
+            steps = job.get("steps")
+            if not isinstance(steps, list):
+                continue
+            for step in steps:
+                if isinstance(step, dict) and "run" in step:
+                    yield step, job_dir
+
+
+def _default_workdir(node: Mapping[str, Any]) -> str:
+    defaults = node.get("defaults")
+    if isinstance(defaults, dict):
+        run = defaults.get("run")
+        if isinstance(run, dict) and isinstance(run.get("working-directory"), str):
+            return str(run["working-directory"])
+    return ""

@@ -1,0 +1,202 @@
+"""``DockerRunner``: the production runner, one throwaway container per command.
+
+The container gets no network (``--network none``) unless asked for the setup phase, a read-only
+root filesystem with tmpfs ``/tmp`` and ``$HOME``, an unprivileged user, no capabilities,
+``no-new-privileges``, memory/pids/cpu limits, and optionally gVisor (``--runtime runsc``). The
+workspace is bind-mounted read-write at ``/workspace``. On timeout the container is killed by name
+(killing the ``docker`` client alone would leave it running).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.errors import UsageError
+from runners.base import Execution
+from runners.limits import DEFAULT_OUTPUT_CAP, DEFAULT_OUTPUT_KILL, Limits, supervise
+from runners.sandbox import SANDBOX_WORKDIR, SandboxUnavailable, chown_tree, collect_artifacts, sandbox_env
+
+DEFAULT_IMAGE = "python:3.11-slim"
+NOBODY = 65534
+# The docker client runs on the host side; it needs these to find the engine and registries, and
+# nothing else of the host environment (tokens, keys) is passed to it.
+_CLIENT_ENV = (
+    "PATH",
+    "HOME",
+    "DOCKER_HOST",
+    "DOCKER_CONFIG",
+    "DOCKER_CONTEXT",
+    "DOCKER_CERT_PATH",
+    "DOCKER_TLS_VERIFY",
+    "XDG_RUNTIME_DIR",
+)
+_CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+@dataclass(frozen=True, slots=True)
+class DockerOptions:
+    """Container settings that do not change between commands."""
+
+    image: str = DEFAULT_IMAGE
+    runtime: str | None = None
+    """``runsc`` for gVisor; None for the engine's default runtime."""
+    cpus: float = 2.0
+    pids_limit: int = 512
+    tmpfs_mb: int = 1024
+    max_file_mb: int = 1024
+    user: str | None = None
+    """``uid:gid`` inside the container; None means 65534 (the workspace is chowned to it when
+    ARCS runs as root) or, for a non-root host, the host user's own ids."""
+
+
+def docker_run_argv(
+    *,
+    docker: str,
+    name: str,
+    options: DockerOptions,
+    user: str,
+    workspace: Path,
+    command: str,
+    memory_mb: int,
+    network: bool,
+    env: Mapping[str, str],
+) -> list[str]:
+    """The ``docker run`` command line for one command (pure; unit-tested)."""
+    argv = [docker, "run", "--rm", "--name", name, "--init"]
+    argv += ["--network", "bridge" if network else "none"]
+    argv += ["--read-only", "--tmpfs", f"/tmp:rw,nosuid,nodev,size={options.tmpfs_mb}m,mode=1777"]
+    argv += ["--tmpfs", f"/home/sandbox:rw,nosuid,nodev,size={options.tmpfs_mb}m,mode=1777"]
+    argv += ["--user", user, "--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
+    argv += ["--memory", f"{memory_mb}m", "--memory-swap", f"{memory_mb}m"]
+    argv += ["--pids-limit", str(options.pids_limit), "--cpus", f"{options.cpus:g}"]
+    argv += ["--ulimit", f"fsize={options.max_file_mb << 20}", "--ulimit", "core=0"]
+    if options.runtime:
+        argv += ["--runtime", options.runtime]
+    argv += ["--volume", f"{workspace.resolve()}:{SANDBOX_WORKDIR}:rw", "--workdir", SANDBOX_WORKDIR]
+    for key, value in env.items():
+        argv += ["--env", f"{key}={value}"]
+    argv += [options.image, "sh", "-c", command]
+    return argv
+
+
+class DockerRunner:
+    """:class:`runners.base.Runner` backed by the docker CLI."""
+
+    name = "docker"
+
+    def __init__(
+        self,
+        options: DockerOptions | None = None,
+        *,
+        docker: str = "docker",
+        output_cap_bytes: int = DEFAULT_OUTPUT_CAP,
+        output_kill_bytes: int = DEFAULT_OUTPUT_KILL,
+    ) -> None:
+        """Find the docker client; raise :class:`SandboxUnavailable` if it is not installed."""
+        found = shutil.which(docker)
+        if found is None:
+            raise SandboxUnavailable(f"the docker client ({docker}) is not installed")
+        self.docker = found
+        self.options = options or DockerOptions()
+        self.output_cap_bytes = output_cap_bytes
+        self.output_kill_bytes = output_kill_bytes
+
+    def client_env(self) -> dict[str, str]:
+        """The docker client's own environment: engine and registry settings only."""
+        return {key: os.environ[key] for key in _CLIENT_ENV if key in os.environ}
+
+    def engine_error(self) -> str | None:
+        """None if an engine answers ``docker info``; else why not (one line)."""
+        try:
+            done = subprocess.run(
+                [self.docker, "info", "--format", "{{.ServerVersion}}"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+                env=self.client_env(),
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return str(exc)
+        if done.returncode != 0:
+            lines = [line for line in (done.stderr or done.stdout).splitlines() if line.strip()]
+            return lines[-1] if lines else f"docker info exited {done.returncode}"
+        return None
+
+    def run(
+        self,
+        workspace: Path,
+        command: str,
+        *,
+        timeout_s: float = 600.0,
+        memory_mb: int = 2048,
+        network: bool = False,
+        env: Mapping[str, str] | None = None,
+        collect: tuple[str, ...] = (),
+    ) -> Execution:
+        """Run ``command`` in a fresh container with ``workspace`` at ``/workspace``."""
+        workspace = Path(workspace)
+        if not workspace.is_dir():
+            raise UsageError(f"workspace {workspace} is not a folder")
+        limits = Limits(
+            timeout_s=timeout_s,
+            memory_mb=memory_mb,
+            max_processes=None,  # --pids-limit does it
+            output_cap_bytes=self.output_cap_bytes,
+            output_kill_bytes=self.output_kill_bytes,
+        )
+        name = f"arcs-{uuid.uuid4().hex[:16]}"
+        container_env = sandbox_env(_CONTAINER_PATH, env)
+        root = os.geteuid() == 0
+        user = self.options.user or (f"{NOBODY}:{NOBODY}" if root else f"{os.getuid()}:{os.getgid()}")
+        owner = workspace.stat()
+        chown = root and self.options.user is None
+        argv = docker_run_argv(
+            docker=self.docker,
+            name=name,
+            options=self.options,
+            user=user,
+            workspace=workspace,
+            command=command,
+            memory_mb=memory_mb,
+            network=network,
+            env=container_env,
+        )
+
+        def kill(proc: subprocess.Popen[bytes]) -> None:
+            subprocess.run(
+                [self.docker, "rm", "--force", name],
+                capture_output=True,
+                timeout=60,
+                env=self.client_env(),
+                check=False,
+            )
+            proc.kill()
+
+        try:
+            if chown:
+                chown_tree(workspace, NOBODY, NOBODY)
+            done = supervise(argv, env=self.client_env(), cwd="/", limits=limits, kill=kill)
+        finally:
+            if chown:
+                chown_tree(workspace, owner.st_uid, owner.st_gid)
+        killed_by = done.killed_by
+        # 137 from the engine with no kill of ours: the kernel's OOM killer inside the memory cgroup.
+        if killed_by is None and done.exit_code == -9:
+            killed_by = "memory"
+        return Execution(
+            command=command,
+            exit_code=done.exit_code,
+            stdout=done.stdout,
+            stderr=done.stderr,
+            duration_s=done.duration_s,
+            killed_by=killed_by,
+            truncated=done.truncated,
+            artifacts=collect_artifacts(workspace, collect),
+        )

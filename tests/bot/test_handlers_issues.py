@@ -1,0 +1,45 @@
+"""issues labeled with the ARCS label -> repair_issue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.handlers.issues import labeled
+from bot.routing import Decision
+from bot.settings import Settings
+from tests.bot.webhook_support import ctx, model
+
+STEM = "issues.labeled"
+
+
+def decide(settings: Settings, *, delivery_id: str = "delivery-1", **patches: Any) -> Decision:
+    return labeled(model(STEM, **patches), ctx(settings, STEM, delivery_id=delivery_id, **patches))
+
+
+def test_arcs_label_enqueues_an_issue_repair(settings: Settings) -> None:
+    (job,) = decide(settings).jobs
+    assert job.actor == "repair_issue"
+    assert job.args["issue_number"] == 1
+    assert job.args["label"] == "arcs"
+    assert job.args["title"] == "Spelling error in the README file"
+    assert job.args["sender"] == "Codertocat"
+    assert job.idempotency_key == "issue:Codertocat/Hello-World#1:delivery-1"
+
+
+def test_label_match_is_case_insensitive(settings: Settings) -> None:
+    assert decide(settings, label__name="ARCS").queued
+
+
+def test_other_labels_are_ignored(settings: Settings) -> None:
+    decision = decide(settings, label__name="bug")
+    assert not decision.queued and "'bug'" in (decision.reason or "")
+
+
+def test_closed_issues_are_ignored(settings: Settings) -> None:
+    assert "closed" in (decide(settings, issue__state="closed").reason or "")
+
+
+def test_labelling_again_is_a_new_request(settings: Settings) -> None:
+    first = decide(settings, delivery_id="a").jobs[0]
+    second = decide(settings, delivery_id="b").jobs[0]
+    assert first.idempotency_key != second.idempotency_key

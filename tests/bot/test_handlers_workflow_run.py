@@ -1,0 +1,73 @@
+"""workflow_run completed -> repair_ci_failure (failures on this repository's branches only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bot.handlers.workflow_run import completed
+from bot.routing import Decision
+from bot.settings import Settings
+from tests.bot.webhook_support import ctx, model
+
+STEM = "workflow_run.completed.failure"
+
+
+def decide(settings: Settings, **patches: Any) -> Decision:
+    return completed(model(STEM, **patches), ctx(settings, STEM, **patches))
+
+
+def test_failure_enqueues_a_ci_repair(settings: Settings) -> None:
+    (job,) = decide(settings).jobs
+    assert job.actor == "repair_ci_failure"
+    assert job.idempotency_key == "ci:octo-org/octo-repo:workflow_run:289782451"
+    args = dict(job.args)
+    assert args["source"] == "workflow_run"
+    assert args["repo"] == "octo-org/octo-repo"
+    assert args["run_id"] == 289782451
+    assert args["head_branch"] == "master"
+    assert args["head_sha"] and args["html_url"].startswith("https://github.com/")
+    assert args["conclusion"] == "failure"
+    assert args["retry_of"] is None
+    assert args["watched_branches_checked"] is False
+    assert isinstance(args["pull_requests"], list)
+    assert job.context["delivery_id"] == "delivery-1"
+
+
+@pytest.mark.parametrize(
+    "conclusion", ["success", "cancelled", "timed_out", "skipped", "startup_failure", None]
+)
+def test_other_conclusions_are_ignored(settings: Settings, conclusion: str | None) -> None:
+    decision = decide(settings, workflow_run__conclusion=conclusion)
+    assert not decision.queued and decision.reason and "concluded" in decision.reason
+
+
+def test_success_fixture_as_published(settings: Settings) -> None:
+    decision = completed(model("workflow_run.completed"), ctx(settings, "workflow_run.completed"))
+    assert decision.reason == "workflow run concluded success"
+
+
+def test_fork_runs_are_never_repaired(settings: Settings) -> None:
+    decision = decide(
+        settings, workflow_run__head_repository__id=1, workflow_run__head_repository__full_name="evil/fork"
+    )
+    assert not decision.queued
+    assert decision.reason and "fork evil/fork" in decision.reason and "credentials" in decision.reason
+
+
+def test_arcs_branches_are_marked_as_retries(settings: Settings) -> None:
+    (job,) = decide(settings, workflow_run__head_branch="arcs/fix-42").jobs
+    assert job.args["retry_of"] == "arcs/fix-42"
+
+
+def test_run_without_a_branch(settings: Settings) -> None:
+    decision = decide(settings, workflow_run__head_branch=None)
+    assert decision.reason and "no head branch" in decision.reason
+
+
+def test_rerun_attempt_keeps_the_key(settings: Settings) -> None:
+    first = decide(settings).jobs[0]
+    second = decide(settings, workflow_run__run_attempt=2).jobs[0]
+    assert first.idempotency_key == second.idempotency_key
+    assert second.args["run_attempt"] == 2

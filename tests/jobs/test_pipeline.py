@@ -1,0 +1,464 @@
+"""The domain functions with a real (SQLite) store and fake GitHub / repair ports."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+
+from bot.settings import Settings
+from bot.store.store import Store
+from jobs import pipeline
+from jobs.fakes import FakeGitHubGateway, FakeIndexService, FakeRepairService
+from jobs.messages import JobRequest
+from jobs.pipeline import Deps
+from jobs.ports import IssueInfo, PullRequestInfo, RepairOutcome, RepairRequest
+from runners.config import RepoConfig
+
+LOGS = Path(__file__).parents[1] / "fixtures" / "logs"
+REPO = "octo/app"
+SHA = "c" * 40
+
+
+@dataclass
+class Harness:
+    """Deps over fakes; follow-up jobs are collected and run on :meth:`drain`."""
+
+    deps: Deps
+    gh: FakeGitHubGateway
+    repair: FakeRepairService
+    store: Store
+    queued: list[JobRequest] = field(default_factory=list)
+
+    def drain(self) -> list[str]:
+        outcomes = []
+        while self.queued:
+            outcomes.append(pipeline.dispatch(self.deps, self.queued.pop(0)))
+        return outcomes
+
+
+@pytest.fixture(autouse=True)
+def _fresh_log_context() -> Iterator[None]:
+    # The worker's middleware clears the context per message; direct calls share the thread.
+    structlog.contextvars.clear_contextvars()
+    yield
+    structlog.contextvars.clear_contextvars()
+
+
+@pytest.fixture(scope="session")
+def migrated_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file, copied per test (migrating each time is the slow part)."""
+    path = tmp_path_factory.mktemp("template") / "arcs.db"
+    Store.open(f"sqlite:///{path}").close()
+    return path
+
+
+@pytest.fixture
+def h(settings: Settings, tmp_path: Path, migrated_db: Path) -> Iterator[Harness]:
+    gh = FakeGitHubGateway()
+    gh.logs[555] = (LOGS / "python_pytest_assert.log").read_text(encoding="utf-8")
+    gh.logs[666] = (LOGS / "infra_disk_full.log").read_text(encoding="utf-8")
+    repair = FakeRepairService()
+    shutil.copyfile(migrated_db, tmp_path / "arcs.db")
+    store = Store.open(f"sqlite:///{tmp_path / 'arcs.db'}", upgrade=False)
+    queued: list[JobRequest] = []
+    deps = Deps(
+        settings=settings,
+        store=store,
+        github=lambda _installation: gh,
+        repair=repair,
+        enqueue=queued.append,
+        index=FakeIndexService(),
+    )
+    yield Harness(deps, gh, repair, store, queued)
+    store.close()
+
+
+def ci_job(run_id: int = 555, *, prs: tuple[int, ...] = (), **extra: Any) -> JobRequest:
+    args: dict[str, Any] = {
+        "repo": REPO,
+        "installation_id": 7,
+        "delivery_id": "d-1",
+        "source": "workflow_run",
+        "run_id": run_id,
+        "head_sha": SHA,
+        "head_branch": "main",
+        "conclusion": "failure",
+        "pull_requests": list(prs),
+        "retry_of": None,
+        **extra,
+    }
+    return JobRequest(
+        "repair_ci_failure",
+        args,
+        context={"delivery_id": "d-1", "repo": REPO},
+        idempotency_key=f"ci:{REPO}:workflow_run:{run_id}",
+    )
+
+
+def command_job(
+    verb: str | None = "fix", *, author: str = "maintainer", pr: bool = False, **extra: Any
+) -> JobRequest:
+    args: dict[str, Any] = {
+        "repo": REPO,
+        "installation_id": 7,
+        "delivery_id": "d-2",
+        "issue_number": 42,
+        "is_pull_request": pr,
+        "comment_id": 9001,
+        "author": author,
+        "command": {
+            "verb": verb,
+            "tier": None,
+            "budget_usd": "0.50",
+            "iterations": None,
+            "instructions": None,
+        }
+        if verb
+        else None,
+        "error": None,
+        "refusal": None,
+        **extra,
+    }
+    return JobRequest("handle_command", args, idempotency_key=f"cmd:{REPO}:9001")
+
+
+def only_attempt(store: Store) -> Any:
+    attempts = store.attempts()
+    assert len(attempts) == 1
+    return attempts[0]
+
+
+# --- CI failures ---------------------------------------------------------------------------------
+
+
+def test_a_ci_failure_is_repaired_and_published_once(h: Harness) -> None:
+    h.store.record_delivery("d-1", "workflow_run", "completed", 7, REPO, "0" * 64, "queued", None)
+    received = h.store.get_delivery("d-1")
+    assert pipeline.repair_ci_failure(h.deps, ci_job(prs=(5,))) == "fixed"
+    attempt = only_attempt(h.store)
+    assert received is not None and attempt.red_build_at == received.received_at
+    assert (attempt.status, attempt.trigger, attempt.failure_class, attempt.tier) == (
+        "fixed",
+        "ci",
+        "test",
+        "small",
+    )
+    assert (attempt.rounds, attempt.tokens, attempt.cost_usd) == (2, 1234, 0.05)
+    assert attempt.installation_id == 7 and attempt.owner == "octo" and attempt.delivery_id == "d-1"
+    assert (
+        attempt.red_build_at is not None
+        and attempt.started_at is not None
+        and attempt.finished_at is not None
+    )
+    assert attempt.branch == "arcs/fix/main" and attempt.base_branch == "main"
+    # The repair saw the checkout and the failure the log names.
+    (request,) = h.repair.requests
+    assert request.kind == "ci" and request.head_sha == SHA and request.failure_class == "test"
+    assert request.test_ids and (request.workdir / "README.md").is_file() is False  # removed afterwards
+    assert [j.actor for j in h.queued] == ["publish_result"]
+
+    assert h.drain() == ["published"]
+    (push,) = h.gh.calls_to("push_branch")
+    assert (push["branch"], push["base_sha"], push["files"]) == ("arcs/fix/main", SHA, {"app.py": "x = 2\n"})
+    (opened,) = h.gh.calls_to("open_or_update_pr")
+    assert (opened["head"], opened["base"]) == ("arcs/fix/main", "main")
+    published = only_attempt(h.store)
+    assert (published.pr_number, published.pr_state, published.publish_state) == (100, "open", "published")
+    pr = h.store.get_pr(REPO, 100)
+    assert pr is not None and pr.attempt_id == attempt.id
+    # The check run ends green with the PR; the PR of the failing run gets one status comment.
+    check = h.gh.check_runs[attempt.check_run_id]
+    assert check["conclusion"] == "success" and "#100" in check["summary"]
+    assert [n for n, _ in h.gh.comments.values()] == [5]
+
+    # Publishing the same attempt again does nothing.
+    assert (
+        pipeline.publish_result(h.deps, JobRequest("publish_result", {"attempt_id": attempt.id}))
+        == "duplicate"
+    )
+    assert len(h.gh.calls_to("push_branch")) == 1 and len(h.gh.calls_to("open_or_update_pr")) == 1
+
+
+def test_a_redelivered_ci_failure_yields_no_second_attempt(h: Harness) -> None:
+    assert pipeline.repair_ci_failure(h.deps, ci_job(), message_id="m-1") == "fixed"
+    h.drain()
+    calls_before = len(h.gh.calls)
+    # GitHub redelivers the webhook: a new message with the same idempotency key.
+    assert pipeline.repair_ci_failure(h.deps, ci_job(), message_id="m-2") == "duplicate"
+    assert pipeline.repair_ci_failure(h.deps, ci_job()) == "duplicate"
+    assert len(h.repair.requests) == 1
+    assert len(h.store.attempts()) == 1
+    assert len(h.gh.calls) == calls_before  # no side effect at all
+    assert h.queued == []
+
+
+def test_the_claiming_message_resumes_its_own_attempt(h: Harness) -> None:
+    # The worker died mid-repair: the attempt is 'running' and the broker redelivers the message.
+    attempt, _ = h.store.claim_attempt(
+        f"ci:{REPO}:workflow_run:555", repo=REPO, trigger="ci", message_id="m-1", status="running"
+    )
+    assert pipeline.repair_ci_failure(h.deps, ci_job(), message_id="m-other") == "duplicate"
+    assert pipeline.repair_ci_failure(h.deps, ci_job(), message_id="m-1") == "fixed"
+    assert only_attempt(h.store).id == attempt.id
+    assert len(h.repair.requests) == 1
+
+
+def test_a_non_repairable_failure_is_explained_and_not_repaired(h: Harness) -> None:
+    assert pipeline.repair_ci_failure(h.deps, ci_job(666)) == "skipped"
+    attempt = only_attempt(h.store)
+    assert attempt.status == "skipped" and attempt.failure_class == "infrastructure"
+    assert attempt.reason.startswith("infrastructure failure")
+    assert h.repair.requests == []
+    check = h.gh.check_runs[attempt.check_run_id]
+    assert check["conclusion"] == "skipped"
+    assert "infrastructure" in check["title"] and check["summary"]
+
+
+def test_a_repair_error_is_recorded_and_told_never_silent(h: Harness) -> None:
+    def explode(_request: RepairRequest) -> RepairOutcome:
+        raise RuntimeError("sandbox exploded at /secret/path")
+
+    h.repair.behaviour = explode
+    assert pipeline.repair_ci_failure(h.deps, ci_job(prs=(5,))) == "error"
+    attempt = only_attempt(h.store)
+    assert attempt.status == "error" and "RuntimeError" in attempt.reason and attempt.finished_at is not None
+    (event,) = h.store.events(attempt_id=attempt.id, kind="error")
+    assert "sandbox exploded" in event.message
+    check = h.gh.check_runs[attempt.check_run_id]
+    assert check["conclusion"] == "neutral" and "RuntimeError" in check["summary"]
+    ((number, body),) = h.gh.comments.values()
+    assert number == 5 and "RuntimeError" in body and "/secret/path" not in body
+    assert h.queued == []
+
+
+def test_an_unusable_github_gateway_is_recorded(h: Harness) -> None:
+    def no_access(_installation: int | None) -> FakeGitHubGateway:
+        raise PermissionError("installation suspended")
+
+    h.deps.github = no_access
+    assert pipeline.repair_ci_failure(h.deps, ci_job()) == "error"
+    attempt = only_attempt(h.store)
+    assert attempt.status == "error" and "installation suspended" in attempt.reason
+    assert len(h.store.events(attempt_id=attempt.id, kind="error")) == 1
+    assert h.repair.requests == []
+
+
+def test_no_fix_is_reported_with_the_reason(h: Harness) -> None:
+    h.repair.outcome = RepairOutcome(
+        verdict="budget_exhausted", fixed=False, reason="budget usd exhausted", tier="large"
+    )
+    assert pipeline.repair_ci_failure(h.deps, ci_job()) == "no_fix"
+    attempt = only_attempt(h.store)
+    assert (attempt.status, attempt.verdict) == ("no_fix", "budget_exhausted")
+    check = h.gh.check_runs[attempt.check_run_id]
+    assert check["conclusion"] == "neutral" and "budget usd exhausted" in check["summary"]
+    assert h.queued == []
+
+
+def test_unwatched_branches_are_skipped_quietly(h: Harness) -> None:
+    h.gh.config = RepoConfig(extra={"branches": ["release/*"]})
+    assert pipeline.repair_ci_failure(h.deps, ci_job()) == "skipped"
+    assert "not in .arcs.yml" in only_attempt(h.store).reason
+    assert h.gh.calls_to("create_check_run") == [] and h.gh.comments == {}
+
+
+def test_retries_on_arcs_branches_are_capped(h: Harness) -> None:
+    for n in range(pipeline.MAX_BRANCH_RETRIES):
+        h.store.claim_attempt(
+            f"old-{n}", repo=REPO, trigger="ci", head_branch="arcs/fix/main", status="no_fix"
+        )
+    job = ci_job(777, head_branch="arcs/fix/main", retry_of="arcs/fix/main")
+    assert pipeline.repair_ci_failure(h.deps, job) == "skipped"
+    assert h.repair.requests == []
+    (created,) = h.gh.calls_to("create_check_run")
+    assert created["head_sha"] == SHA
+
+
+def test_a_retry_on_an_arcs_branch_stacks_on_the_same_branch(h: Harness) -> None:
+    h.store.claim_attempt(
+        "first", repo=REPO, trigger="ci", branch="arcs/fix/main", base_branch="main", status="fixed"
+    )
+    h.gh.logs[778] = h.gh.logs[555]
+    job = ci_job(778, head_branch="arcs/fix/main", retry_of="arcs/fix/main")
+    assert pipeline.repair_ci_failure(h.deps, job) == "fixed"
+    h.drain()
+    (opened,) = h.gh.calls_to("open_or_update_pr")
+    assert (opened["head"], opened["base"]) == ("arcs/fix/main", "main")
+
+
+# --- issues and commands -------------------------------------------------------------------------
+
+
+def issue_job(sender: str = "maintainer", label: str = "arcs") -> JobRequest:
+    return JobRequest(
+        "repair_issue",
+        {
+            "repo": REPO,
+            "installation_id": 7,
+            "issue_number": 42,
+            "title": "t",
+            "label": label,
+            "sender": sender,
+        },
+        idempotency_key=f"issue:{REPO}#42:d-9",
+    )
+
+
+def test_an_issue_is_repaired_on_the_default_branch(h: Harness) -> None:
+    h.gh.issues[42] = IssueInfo(42, "Totals are wrong", "Adding 1 and 1 gives 3.")
+    h.gh.heads["main"] = "d" * 40
+    assert pipeline.repair_issue(h.deps, issue_job()) == "fixed"
+    (request,) = h.repair.requests
+    assert (request.kind, request.issue_title, request.head_sha) == ("issue", "Totals are wrong", "d" * 40)
+    assert h.drain() == ["published"]
+    (opened,) = h.gh.calls_to("open_or_update_pr")
+    assert (opened["head"], opened["base"]) == ("arcs/issue/42", "main")
+    assert "Fixes #42" in opened["body"]
+    # One status comment on the issue, edited in place from "working" to "opened #100".
+    ((number, body),) = h.gh.comments.values()
+    assert number == 42 and "#100" in body
+
+
+def test_a_user_without_write_permission_is_refused_politely(h: Harness) -> None:
+    h.gh.permissions["visitor"] = "read"
+    assert pipeline.handle_command(h.deps, command_job(author="visitor")) == "refused"
+    attempt = only_attempt(h.store)
+    assert attempt.status == "refused" and "read permission" in attempt.reason
+    (event,) = h.store.events(kind="refusal")
+    assert event.attempt_id == attempt.id
+    ((number, body),) = h.gh.comments.values()
+    assert number == 42 and "Thanks for asking, @visitor" in body and "write access" in body
+    assert h.repair.requests == []
+    assert h.gh.calls_to("add_reaction")[0]["content"] == "confused"
+
+
+def test_issue_labels_from_people_without_write_are_refused(h: Harness) -> None:
+    h.gh.permissions["triager"] = "triage"
+    assert pipeline.repair_issue(h.deps, issue_job(sender="triager")) == "refused"
+    assert h.repair.requests == [] and len(h.store.events(kind="refusal")) == 1
+
+
+def test_the_repository_label_is_rechecked(h: Harness) -> None:
+    h.gh.config = RepoConfig(extra={"label": "autofix"})
+    assert pipeline.repair_issue(h.deps, issue_job()) == "refused"
+    ((_, body),) = h.gh.comments.values()
+    assert "`autofix`" in body and h.repair.requests == []
+
+
+def test_fix_on_an_issue_runs_with_the_command_options(h: Harness) -> None:
+    assert pipeline.handle_command(h.deps, command_job("fix")) == "fixed"
+    (request,) = h.repair.requests
+    assert (request.kind, request.budget_usd, request.tier) == ("issue", 0.5, "auto")
+    assert h.gh.calls_to("add_reaction")[0]["content"] == "eyes"
+    attempt = only_attempt(h.store)
+    assert (
+        attempt.trigger == "comment" and attempt.comment_id == 9001 and attempt.requested_by == "maintainer"
+    )
+
+
+def test_fix_on_a_pull_request_targets_its_branch(h: Harness) -> None:
+    h.gh.pull_requests[42] = PullRequestInfo(42, "e" * 40, "feature/x", "main", "u", head_repo=REPO)
+    assert pipeline.handle_command(h.deps, command_job("fix", pr=True)) == "fixed"
+    h.drain()
+    (opened,) = h.gh.calls_to("open_or_update_pr")
+    assert (opened["head"], opened["base"]) == ("arcs/fix/feature/x", "feature/x")
+    assert h.gh.calls_to("push_branch")[0]["base_sha"] == "e" * 40
+
+
+def test_revise_updates_the_arcs_pull_request(h: Harness) -> None:
+    h.gh.pull_requests[42] = PullRequestInfo(42, "e" * 40, "arcs/fix/main", "main", "u", head_repo=REPO)
+    job = command_job("revise", pr=True)
+    job.args["command"]["instructions"] = "Keep the public API."
+    assert pipeline.handle_command(h.deps, job) == "fixed"
+    assert h.repair.requests[0].instructions == "Keep the public API."
+    assert only_attempt(h.store).trigger == "revise"
+    h.drain()
+    (opened,) = h.gh.calls_to("open_or_update_pr")
+    assert (opened["head"], opened["base"]) == ("arcs/fix/main", "main")
+
+
+def test_fork_pull_requests_are_refused(h: Harness) -> None:
+    h.gh.pull_requests[42] = PullRequestInfo(42, "e" * 40, "patch-1", "main", "u", head_repo="mallory/app")
+    assert pipeline.handle_command(h.deps, command_job("fix", pr=True)) == "refused"
+    assert h.repair.requests == [] and h.gh.calls_to("clone") == []
+
+
+def test_parse_errors_and_edited_comments_get_a_reply(h: Harness) -> None:
+    job = command_job(None, error="Unknown tier `huge`.")
+    assert pipeline.handle_command(h.deps, job) == "refused"
+    ((_, body),) = h.gh.comments.values()
+    assert "Unknown tier `huge`." in body
+    edited = JobRequest("handle_command", {**command_job(None).args, "comment_id": 9002, "refusal": "edited"})
+    assert pipeline.handle_command(h.deps, edited) == "refused"
+    assert len(h.store.events(kind="refusal")) == 2 and h.repair.requests == []
+
+
+def test_help_replies_with_the_commands(h: Harness) -> None:
+    assert pipeline.handle_command(h.deps, command_job("help")) == "skipped"
+    ((_, body),) = h.gh.comments.values()
+    assert "/arcs fix" in body and h.repair.requests == []
+
+
+def test_stop_cancels_queued_attempts(h: Harness) -> None:
+    waiting, _ = h.store.claim_attempt("waiting", repo=REPO, trigger="issue", issue_number=42)
+    assert pipeline.handle_command(h.deps, command_job("stop")) == "skipped"
+    stopped = h.store.get_attempt(waiting.id)
+    assert (
+        stopped is not None
+        and stopped.status == "skipped"
+        and "stopped by @maintainer" in (stopped.reason or "")
+    )
+
+
+# --- publishing, PR outcomes, index --------------------------------------------------------------
+
+
+def test_publishing_failures_are_recorded_and_retried(h: Harness) -> None:
+    pipeline.repair_ci_failure(h.deps, ci_job())
+    h.gh.fail["open_or_update_pr"] = ConnectionError("GitHub is down")
+    job = h.queued.pop()
+    with pytest.raises(ConnectionError):
+        pipeline.dispatch(h.deps, job)
+    attempt = only_attempt(h.store)
+    assert attempt.publish_state == "failed" and attempt.pr_number is None
+    assert any("publishing failed" in e.message for e in h.store.events(kind="error"))
+    del h.gh.fail["open_or_update_pr"]
+    assert pipeline.dispatch(h.deps, job) == "published"  # the queue's retry
+    assert len(h.gh.opened) == 1
+
+
+def test_pr_outcomes_are_recorded_for_arcs_pull_requests_only(h: Harness) -> None:
+    pipeline.repair_ci_failure(h.deps, ci_job())
+    h.drain()
+    merged = JobRequest(
+        "record_pr_outcome",
+        {"repo": REPO, "number": 100, "merged": True, "merged_at": "2026-11-02T10:00:00Z"},
+    )
+    assert pipeline.dispatch(h.deps, merged) == "merged"
+    assert only_attempt(h.store).pr_state == "merged"
+    assert pipeline.dispatch(h.deps, merged) == "merged"  # idempotent
+    other = JobRequest("record_pr_outcome", {"repo": REPO, "number": 7, "merged": False})
+    assert pipeline.dispatch(h.deps, other) == "not_ours"
+
+
+def test_refresh_index_clones_and_refreshes(h: Harness) -> None:
+    job = JobRequest(
+        "refresh_index", {"repo": REPO, "installation_id": 7, "mode": "incremental", "after": SHA}
+    )
+    assert pipeline.dispatch(h.deps, job) == "refreshed"
+    assert h.gh.calls_to("clone")[0]["sha"] == SHA
+    assert h.deps.index is not None
+    assert h.deps.index.refreshed == [(REPO, False)]  # type: ignore[attr-defined]
+    assert h.store.attempts() == []
+
+
+def test_branch_names_are_git_safe() -> None:
+    assert pipeline.branch_name("fix", "feature/x y") == "arcs/fix/feature/x-y"
+    assert pipeline.branch_name("fix", "../../etc") == "arcs/fix/etc"
+    assert ".." not in pipeline.branch_name("fix", "a..b")
