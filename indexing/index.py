@@ -4,13 +4,17 @@ State lives in two places: the Qdrant collections (points) and a JSON *manifest*
 under ``settings.index_dir`` (commit built from, embedder, and per file: content hash, stat, point ids,
 structural summary). A refresh:
 
-1. finds candidate files -- added/removed vs the manifest, ``git diff --name-status -M <old> HEAD``,
+1. finds candidate files -- when the manifest's commit is an ancestor of HEAD, the discovery settings
+   are unchanged and no ignore rule changed, only the paths git reports plus files whose size/mtime
+   changed are re-checked (:func:`~indexing.files.is_indexable`); otherwise the whole tree is
+   rediscovered -- added/removed vs the manifest, ``git diff --name-status -M <old> HEAD``,
    ``git status`` (dirty and untracked files), files whose size/mtime changed, and files left pending
    by an interrupted run -- and compares their content hash with the manifest (the ground truth);
 2. re-chunks only changed/added files, embeds their chunks through the embedding cache, upserts
    them (deterministic ids: same content, same id), then deletes stale points of changed and removed
    files;
-3. re-derives the directory/repo abstracts and syncs the tree collection;
+3. re-derives the directory/repo abstracts and syncs the tree collection (node dense vectors are the
+   mean of the chunk vectors below the node: no model call; sparse vectors come from the abstracts);
 4. writes the manifest last, atomically.
 
 Crash safety: before touching Qdrant an incremental run records the files it is about to change as
@@ -26,7 +30,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -137,6 +141,8 @@ class Manifest:
     pending: list[str] = field(default_factory=list)
     discovery: str = ""
     """Fingerprint of the discovery settings (exclusions, size limit) the file set was built with."""
+    unreadable: list[str] = field(default_factory=list)
+    """Files skipped as unreadable by the last refresh (re-checked by the next one)."""
 
     def to_json(self) -> dict[str, Any]:
         """Plain-JSON form (sorted, so equal states write equal files)."""
@@ -151,6 +157,7 @@ class Manifest:
             "summarizer": self.summarizer,
             "pending": sorted(self.pending),
             "discovery": self.discovery,
+            "unreadable": sorted(self.unreadable),
             "tree_ids": sorted(self.tree_ids),
             "files": {p: self.files[p].to_json() for p in sorted(self.files)},
         }
@@ -172,6 +179,7 @@ class Manifest:
             tree_ids=[str(i) for i in data.get("tree_ids", [])],
             pending=[str(p) for p in data.get("pending", [])],
             discovery=str(data.get("discovery", "")),
+            unreadable=[str(p) for p in data.get("unreadable", [])],
         )
 
 
@@ -249,6 +257,15 @@ def sparse_text(chunk: Chunk) -> str:
     )
 
 
+def _unit_mean(vectors: Sequence[Any]) -> Any:
+    """The normalised mean of ``vectors`` (None when they cancel out or there are none)."""
+    if not vectors:
+        return None
+    mean = np.sum(np.stack([np.asarray(v, dtype=np.float32) for v in vectors]), axis=0)
+    norm = float(np.linalg.norm(mean))
+    return (mean / norm).astype(np.float32) if norm > 0 else None
+
+
 def _is_readable(path: Path) -> bool:
     return os.access(path, os.R_OK)
 
@@ -296,6 +313,8 @@ class RepoIndex:
         self._owned = list(owned)
         self._closed = False
         self.derive_node_vectors = DERIVE_NODE_VECTORS
+        self._chunk_vectors: dict[str, list[Any]] = {}
+        """Dense vectors of the chunks embedded by the current refresh, per file (for node vectors)."""
 
     @classmethod
     def open(
@@ -376,6 +395,7 @@ class RepoIndex:
         """Build the index on first call (or with ``full``), else update it incrementally."""
         started = time.perf_counter()
         warnings: list[str] = []
+        self._chunk_vectors = {}
         head = gitutil.head_commit(self.root)
         dim = self.embedder.dim
         manifest = None if full else self.load_manifest()
@@ -416,7 +436,9 @@ class RepoIndex:
             )
             unreadable = self._unreadable(current)
         else:
-            current, unreadable = self._current_from(quick | pending_before, old_files)
+            current, unreadable = self._current_from(
+                quick | pending_before | set(manifest.unreadable), old_files
+            )
         manifest.discovery = discovery
         warnings.extend(f"cannot read {rel}: permission denied; skipped" for rel in unreadable)
         candidates = (current ^ set(old_files)) | pending_before
@@ -461,6 +483,7 @@ class RepoIndex:
         manifest.files = new_files
         manifest.commit = head
         manifest.pending = []
+        manifest.unreadable = sorted(set(unreadable))
         self.store.flush()  # the points must be durable before the manifest says they are there
         self._save_manifest(manifest)
         return IndexStats(
@@ -550,29 +573,48 @@ class RepoIndex:
                 out[node.path] = hashlib.sha256("\0".join(sorted(ids)).encode("ascii")).hexdigest()[:16]
         return out
 
-    def _derived_vectors(self, nodes: Sequence[TreeNode]) -> dict[str, Any]:
-        """Dense vectors of ``nodes``: the normalised mean of the vectors of the chunks under them.
+    def _derived_vectors(
+        self, nodes: Sequence[TreeNode], files: Mapping[str, FileEntry], wanted: Collection[str]
+    ) -> dict[str, Any]:
+        """Dense vectors of ``nodes`` without a model call: a file's is the normalised mean of its
+        chunks' vectors, a directory's (and the repository's) the chunk-count-weighted mean of its
+        files' vectors, i.e. the mean over all chunks below it up to normalisation.
 
-        No model call: a file's or directory's chunks are already embedded. The sparse vector of a
-        node still comes from its abstract (names, docstrings), so lexical tree search is unchanged.
+        Chunk vectors come from this refresh's embeddings (changed files) and, for other files, from
+        their current file nodes in the tree collection; the chunk collection is only read for a
+        file node that must be rebuilt without its chunks having been embedded now (after a crash).
+        The sparse vector of a node still comes from its abstract (names, docstrings).
         """
         if not nodes:
             return {}
-        scope = tuple(sorted({n.path for n in nodes}))
-        by_path: dict[str, list[Any]] = {}
-        for h in self.store.scroll(self.collection, StoreFilter(within=scope), limit=10**9):
-            if h.vector is not None:
-                by_path.setdefault(str(h.payload.get("path", "")), []).append(h.vector)
-        under = self._under_each_node(by_path.items())
+        chunk_vecs: dict[str, list[Any]] = {p: list(v) for p, v in self._chunk_vectors.items()}
+        missing = tuple(sorted({n.path for n in nodes if n.level == "file" and n.path not in chunk_vecs}))
+        if missing:
+            for h in self.store.scroll(self.collection, StoreFilter(within=missing), limit=10**9):
+                if h.vector is not None:
+                    chunk_vecs.setdefault(str(h.payload.get("path", "")), []).append(h.vector)
+        file_vecs: dict[str, Any] = {}
+        for path, vecs in chunk_vecs.items():
+            unit = _unit_mean(vecs)
+            if unit is not None:
+                file_vecs[path] = unit
+        if any(n.level != "file" for n in nodes):
+            for h in self.store.scroll(self.tree_collection, StoreFilter(levels=("file",)), limit=10**9):
+                path = str(h.payload.get("path", ""))
+                if h.id in wanted and path not in file_vecs and h.vector is not None:
+                    file_vecs[path] = np.asarray(h.vector, dtype=np.float32)
+        weighted = self._under_each_node(
+            (p, [v * len(files[p].ids)]) for p, v in file_vecs.items() if p in files and files[p].ids
+        )
         out: dict[str, Any] = {}
         for node in nodes:
-            vecs = under.get(node.path)
-            if not vecs:
-                continue
-            mean = np.mean(np.stack([np.asarray(v, dtype=np.float32) for v in vecs]), axis=0)
-            norm = float(np.linalg.norm(mean))
-            if norm > 0:
-                out[node.path] = (mean / norm).astype(np.float32)
+            if node.level == "file":
+                vec = file_vecs.get(node.path)
+            else:
+                parts = weighted.get(node.path)
+                vec = _unit_mean(parts) if parts else None
+            if vec is not None:
+                out[node.path] = vec
         return out
 
     def _stat(self, rel: str) -> tuple[int, int] | None:
@@ -665,6 +707,8 @@ class RepoIndex:
             for (pid, c), vec in zip(batch, vectors, strict=True)
         ]
         self.store.upsert(self.collection, points)
+        for (_pid, c), vec in zip(batch, vectors, strict=True):
+            self._chunk_vectors.setdefault(c.path, []).append(vec)
 
     def _sync_tree(self, files: Mapping[str, FileEntry], manifest: Manifest, *, crashed: bool) -> list[str]:
         """Rebuild the directory/repo abstracts and make the tree collection hold exactly those nodes."""
@@ -679,7 +723,7 @@ class RepoIndex:
         # After a crash the manifest's list may miss nodes written by the interrupted run: ask Qdrant.
         existing = self.store.ids(self.tree_collection) if crashed else set(manifest.tree_ids)
         fresh = [(pid, n) for pid, n in wanted.items() if pid not in existing]
-        derived = self._derived_vectors([n for _, n in fresh if n.path in members])
+        derived = self._derived_vectors([n for _, n in fresh if n.path in members], files, set(wanted))
         for start in range(0, len(fresh), EMBED_BATCH):
             part = fresh[start : start + EMBED_BATCH]
             todo = [n.abstract for _, n in part if n.path not in derived]

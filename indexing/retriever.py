@@ -6,9 +6,13 @@ The pipeline for :meth:`HybridRetriever.search`:
 2. chunks named by the query's locality signals are pulled in even if the first stage missed them:
    chunks of files named in ``file:line`` hints and chunks defining symbols named in the query;
 3. boosts: a chunk containing a hinted line (strongest; the tightest such chunk a bit more), a chunk in
-   a hinted file, a chunk defining a named symbol;
-4. a deterministic order: score, then path and start line (ascending chunk order) for ties;
-5. the redundancy filter of seed 000: drop a chunk whose embedding has cosine > threshold with an
+   a hinted file, a chunk defining a named symbol. Library frames of a stack count almost equally (the
+   bug is often a caller above the frame that raised); unless the query is about tests, test code is
+   down-weighted (relevance and its hints), and the functions called on a hinted line -- plus, for a
+   failing test, the rest of what it calls and what those callees call -- are boosted instead;
+4. a class chunk that scores close to one of its own method chunks is ranked just below it;
+5. a deterministic order: score, then path and start line (ascending chunk order) for ties;
+6. the redundancy filter of seed 000: drop a chunk whose embedding has cosine > threshold with an
    earlier-ranked kept chunk; then cut to ``k``.
 
 :meth:`HybridRetriever.hierarchical` (seed 001) first walks the repo -> directory -> file tree by the
@@ -53,14 +57,16 @@ HINT_DECAY = 0.85
 HINT_STACK_FLOOR = 0.9
 """Library-code hints are weighted ``max(HINT_DECAY ** i, HINT_STACK_FLOOR)``: the bug is often a caller
 a few frames above where the error fires, so every repository frame of the stack counts almost fully."""
-TEST_HINT_WEIGHT = 0.2
+TEST_HINT_WEIGHT = 0.1
 """Weight of a hint into a test file (a failing assertion says little about where the bug is)."""
-TEST_BASE_WEIGHT = 0.5
+TEST_BASE_WEIGHT = 0.4
 """Relevance of a test-file chunk is scaled by this unless the query is about tests."""
 CALLEE_BOOST = 0.9
 """Added to a chunk defining a function called on a hinted line (divided among its definitions)."""
 CALLEE_OF_CALLEE_BOOST = 0.4
 """Added to a chunk (in the same file) defining a function that a callee chunk calls."""
+CROSS_FILE_WEIGHT = 0.5
+"""Share of :data:`CALLEE_OF_CALLEE_BOOST` for a callee's callee defined only in another file."""
 TEST_USES_BOOST = 0.3
 """Added to a chunk defining a function the failing test calls elsewhere than on the hinted line."""
 MEMBER_SYMBOL_WEIGHT = 0.5
@@ -471,6 +477,12 @@ class HybridRetriever:
             for c in local:
                 c.boost += CALLEE_OF_CALLEE_BOOST * callers[c.chunk.path] / math.sqrt(len(local))
                 c.reasons.append(f"called by callee: {name}")
+            if not local and callers:
+                # Defined only elsewhere: a cross-module helper, weaker evidence than a local one.
+                factor = max(callers.values()) * CROSS_FILE_WEIGHT
+                for c in chunks:
+                    c.boost += CALLEE_OF_CALLEE_BOOST * factor / math.sqrt(len(chunks))
+                    c.reasons.append(f"called by callee: {name}")
 
     def _definitions(
         self, cands: dict[str, _Candidate], flt: StoreFilter, names: Sequence[str], *, about_tests: bool

@@ -38,6 +38,9 @@ from typing import Any
 import structlog
 from structlog.contextvars import bind_contextvars
 
+from bot.github import payloads
+from bot.github.git import branch_name as signature_branch
+from bot.github.git import check_branch
 from bot.settings import Settings
 from bot.store.models import Attempt
 from bot.store.store import Store, utcnow
@@ -119,11 +122,34 @@ def _parse_time(value: Any) -> dt.datetime | None:
 
 
 def branch_name(*parts: str) -> str:
-    """A git-safe ``arcs/…`` branch name made of ``parts``."""
+    """The ``arcs/…`` branch of a failure signature (``parts``, e.g. ``("fix", head_branch)``).
+
+    One branch (so one pull request) per signature: a readable ``arcs/fix/main`` when the
+    cleaned parts make a branch ARCS may push to, else :func:`bot.github.git.branch_name` of the
+    signature (``arcs/`` + a stable hash).
+    """
     cleaned = [re.sub(r"[^A-Za-z0-9._/-]+", "-", p).strip("-/.") for p in parts]
     name = BRANCH_PREFIX + "/".join(p for p in cleaned if p)
     name = re.sub(r"/{2,}", "/", name).replace("..", ".")
-    return name[:200].rstrip("/.")
+    name = name[:200].rstrip("/.")
+    try:
+        return check_branch(name)
+    except Exception:  # not pushable as written: the hashed signature always is
+        return signature_branch("/".join(parts))
+
+
+@contextlib.contextmanager
+def _closing(gh: GitHubGateway) -> Iterator[GitHubGateway]:
+    """Close the gateway after the job (the real one revokes its installation tokens)."""
+    try:
+        yield gh
+    finally:
+        close = getattr(gh, "close", None)
+        if callable(close):
+            try:
+                close()
+            except Exception as exc:  # a token that cannot be revoked expires within the hour
+                log.warning("github.close_failed", error=f"{type(exc).__name__}: {exc}"[:300])
 
 
 def _branch_watched(config: RepoConfig, branch: str | None) -> bool:
@@ -192,24 +218,45 @@ class _Run:
         )
         self.update(check_run_id=check_id)
 
-    def tell(self, title: str, body: str, *, conclusion: str | None, comment: bool = True) -> None:
+    def tell(
+        self,
+        title: str,
+        body: str,
+        *,
+        conclusion: str | None,
+        comment: bool = True,
+        check: Mapping[str, str] | None = None,
+        comment_body: str | None = None,
+    ) -> None:
         """Say it on the check run (CI) and in the status comment (issue/PR), whichever exist.
 
-        A failure to post is recorded as an event, not raised: the attempt's outcome stands.
+        ``check`` (a :func:`bot.github.payloads.check_run_output`) and ``comment_body`` replace
+        the plain ``title``/``body`` where given. The comment carries the attempt's hidden marker,
+        so a redelivered job edits the same comment. A failure to post is recorded as an event,
+        not raised: the attempt's outcome stands.
         """
         if self.attempt.check_run_id is not None:
+            output = dict(check) if check is not None else {"title": title, "summary": body}
             try:
                 self.gh.update_check_run(
-                    self.repo, self.attempt.check_run_id, conclusion=conclusion, title=title, summary=body
+                    self.repo,
+                    self.attempt.check_run_id,
+                    conclusion=conclusion,
+                    title=output["title"],
+                    summary=output["summary"],
+                    details=output.get("text"),
                 )
             except Exception as exc:
                 self._report_post_failure("check run", exc)
         if comment and self.attempt.issue_number is not None:
+            text = comment_body if comment_body is not None else f"**{title}**\n\n{body}"
+            if payloads.find_status_marker(text) is None:
+                text += "\n\n" + payloads.status_marker(self.attempt.id)
             try:
                 comment_id = self.gh.create_or_edit_status_comment(
                     self.repo,
                     self.attempt.issue_number,
-                    f"**{title}**\n\n{body}",
+                    text,
                     self.attempt.status_comment_id,
                 )
                 if comment_id != self.attempt.status_comment_id:
@@ -231,12 +278,13 @@ class _Run:
         conclusion: str | None,
         event: str | None = None,
         comment: bool = True,
+        check: Mapping[str, str] | None = None,
         **fields: Any,
     ) -> str:
         self.update(status=status, reason=_one_line(reason), finished_at=self.deps.clock(), **fields)
         if event is not None:
             self.event(event, reason)
-        self.tell(title, body, conclusion=conclusion, comment=comment)
+        self.tell(title, body, conclusion=conclusion, comment=comment, check=check)
         set_outcome(status)
         log.info("attempt.finish", status=status, reason=_one_line(reason, 200))
         return status
@@ -405,6 +453,8 @@ def _record_outcome(run: _Run, outcome: RepairOutcome) -> str:
     reason = outcome.reason or outcome.verdict
     if outcome.fixed:
         reason = f"the repair reported a fix but changed no file ({reason})"
+    run.update(**common)
+    summary = repair_summary(run.attempt, fixed=False, reason=reason)
     return run.finish(
         "no_fix",
         f"{outcome.verdict}: {reason}",
@@ -412,7 +462,7 @@ def _record_outcome(run: _Run, outcome: RepairOutcome) -> str:
         body=f"Attempt #{run.attempt.id} ended with `{outcome.verdict}`: {_one_line(reason)} ({spend})."
         + (f"\n\n{outcome.explanation}" if outcome.explanation else ""),
         conclusion="neutral",
-        **common,
+        check=payloads.check_run_output("completed", summary, reason=f"{outcome.verdict}: {reason}"),
     )
 
 
@@ -454,7 +504,7 @@ def repair_ci_failure(deps: Deps, job: JobRequest, *, message_id: str | None = N
     run = _open_run(deps, attempt, job)
     if run is None:
         return "error"
-    with run.guard():
+    with _closing(run.gh), run.guard():
         run.start()
         config = run.gh.load_repo_config(repo, head_sha)
         retry_of = args.get("retry_of")
@@ -531,7 +581,7 @@ def repair_issue(deps: Deps, job: JobRequest, *, message_id: str | None = None) 
     run = _open_run(deps, attempt, job)
     if run is None:
         return "error"
-    with run.guard():
+    with _closing(run.gh), run.guard():
         run.start()
         refused = _check_permission(run, sender)
         if refused is not None:
@@ -607,7 +657,7 @@ def handle_command(deps: Deps, job: JobRequest, *, message_id: str | None = None
     run = _open_run(deps, attempt, job)
     if run is None:
         return "error"
-    with run.guard():
+    with _closing(run.gh), run.guard():
         run.start()
         if args.get("refusal") == "edited":
             return run.refuse(
@@ -726,16 +776,25 @@ def publish_result(deps: Deps, job: JobRequest, *, message_id: str | None = None
         log.info("publish.in_progress_elsewhere")
         set_outcome("duplicate")
         return "duplicate"
-    run = _Run(deps, deps.github(attempt.installation_id), attempt, job)
+    with _closing(deps.github(attempt.installation_id)) as gh:
+        return _publish(_Run(deps, gh, attempt, job))
+
+
+def _publish(run: _Run) -> str:
+    store = run.deps.store
+    attempt = run.attempt
+    summary = repair_summary(attempt)
     branch = attempt.branch or branch_name("attempt", str(attempt.id))
     base = attempt.base_branch or attempt.head_branch
     try:
         if attempt.head_sha is None or base is None:
             raise ValueError("the attempt has no head commit or base branch to publish against")
         commit = run.gh.push_branch(
-            attempt.repo, branch, attempt.head_sha, attempt.files, _commit_message(attempt)
+            attempt.repo, branch, attempt.head_sha, attempt.files or {}, _commit_message(attempt)
         )
-        pr = run.gh.open_or_update_pr(attempt.repo, branch, base, _pr_title(attempt), _pr_body(attempt))
+        pr = run.gh.open_or_update_pr(
+            attempt.repo, branch, base, payloads.pr_title(summary), payloads.pr_body(summary)
+        )
         store.record_pr(
             repo=attempt.repo,
             number=pr.number,
@@ -744,7 +803,7 @@ def publish_result(deps: Deps, job: JobRequest, *, message_id: str | None = None
             attempt_id=attempt.id,
             head_sha=commit,
         )
-        run.update(publish_state="published")
+        run.update(publish_state="published", pr_number=pr.number, pr_url=pr.url)
     except Exception as exc:
         run.update(publish_state="failed")
         run.event("error", f"publishing failed (will retry): {type(exc).__name__}: {exc}")
@@ -756,11 +815,19 @@ def publish_result(deps: Deps, job: JobRequest, *, message_id: str | None = None
         )
         raise
     verb = "opened" if pr.created else "updated"
+    said = f"Attempt #{attempt.id} {verb} #{pr.number} ({pr.url}) on branch `{branch}`."
+    check = payloads.check_run_output("completed", summary, pr_url=pr.url)
+    check["summary"] = payloads.truncate(f"{said}\n\n{check['summary']}", payloads.MAX_CHECK_TEXT)
     run.tell(
         f"ARCS {verb} a pull request with a fix",
-        f"Attempt #{attempt.id} {verb} #{pr.number} ({pr.url}) on branch `{branch}`."
-        + (f"\n\n{attempt.explanation}" if attempt.explanation else ""),
+        said,
         conclusion="success",
+        check=check,
+        comment_body=payloads.status_comment(
+            "pr_opened" if pr.created else "pr_updated",
+            attempt_id=attempt.id,
+            pr_url=f"#{pr.number} ({pr.url})",
+        ),
     )
     set_outcome("published", pr_number=pr.number)
     log.info("publish.done", pr_number=pr.number, created=pr.created, branch=branch)
@@ -772,24 +839,64 @@ def _commit_message(attempt: Attempt) -> str:
     return f"ARCS: fix {what} failure\n\nAttempt #{attempt.id} ({attempt.verdict or 'fixed'}).\n"
 
 
-def _pr_title(attempt: Attempt) -> str:
-    if attempt.trigger == "issue" or (attempt.trigger == "comment" and attempt.head_branch is None):
-        return f"ARCS: fix #{attempt.issue_number}"
-    return (
-        f"ARCS: fix {attempt.failure_class or 'CI'} failure on {attempt.head_branch or attempt.base_branch}"
+def _tally(data: Any) -> payloads.TestTally | None:
+    if not isinstance(data, Mapping):
+        return None
+    return payloads.TestTally(
+        passed=int(data.get("passed") or 0),
+        failed=int(data.get("failed") or 0),
+        errors=int(data.get("errors") or 0),
+        failing=tuple(str(t) for t in data.get("failing") or ()),
     )
 
 
-def _pr_body(attempt: Attempt) -> str:
-    lines = [attempt.explanation or "ARCS found a change that makes the failing tests pass.", ""]
-    if attempt.trigger == "issue" or (attempt.trigger == "comment" and attempt.head_branch is None):
-        lines.append(f"Fixes #{attempt.issue_number}.")
-    lines.append(
-        f"Attempt #{attempt.id}: verdict `{attempt.verdict}`, tier `{attempt.tier or '?'}`, "
-        f"{attempt.rounds or 0} round(s), {attempt.tokens or 0} tokens, ${attempt.cost_usd or 0:.2f}."
+def _is_issue(attempt: Attempt) -> bool:
+    return attempt.trigger == "issue" or (attempt.trigger == "comment" and attempt.head_branch is None)
+
+
+def repair_summary(
+    attempt: Attempt, *, fixed: bool | None = None, reason: str | None = None
+) -> payloads.RepairSummary:
+    """What :mod:`bot.github.payloads` needs about an attempt, from the store alone.
+
+    The repair service leaves tests before/after, gates, target tests and the trace's Markdown
+    in ``attempt.trace`` (see :mod:`jobs.repair_service`); absent keys read as "not recorded".
+    """
+    trace: Mapping[str, Any] = attempt.trace or {}
+    issue = _is_issue(attempt)
+    gates = tuple(
+        (str(g.get("gate") or "?"), bool(g.get("passed")), str(g.get("detail") or ""))
+        for g in trace.get("gates") or ()
+        if isinstance(g, Mapping)
     )
-    lines.append("\nComment `/arcs revise <instructions>` here to ask for changes.")
-    return "\n".join(lines)
+    failure = ""
+    if not issue:
+        where = attempt.head_branch or attempt.base_branch or (attempt.head_sha or "")[:12]
+        failure = f"CI failed on `{where}`" + (
+            f" ({attempt.failure_class} failure)." if attempt.failure_class else "."
+        )
+    return payloads.RepairSummary(
+        verdict=attempt.verdict or "",
+        fixed=attempt.status == "fixed" if fixed is None else fixed,
+        reason=reason if reason is not None else (attempt.reason or ""),
+        kind="issue" if issue else "ci",
+        failure_summary=failure,
+        root_cause=attempt.explanation or "",
+        diff=attempt.patch or "",
+        target_tests=tuple(str(t) for t in trace.get("target_tests") or ()),
+        tests_before=_tally(trace.get("tests_before")),
+        tests_after=_tally(trace.get("tests_after")),
+        gates=gates,
+        tokens=attempt.tokens or 0,
+        cost_usd=attempt.cost_usd or 0.0,
+        rounds=attempt.rounds or 0,
+        duration_s=float(trace.get("duration_s") or 0.0),
+        tier=attempt.tier or "",
+        trace_markdown=str(trace.get("markdown") or ""),
+        issue_number=attempt.issue_number if issue else None,
+        head_sha=attempt.head_sha or "",
+        attempt_id=str(attempt.id),
+    )
 
 
 def record_pr_outcome(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> str:
@@ -817,9 +924,8 @@ def refresh_index(deps: Deps, job: JobRequest, *, message_id: str | None = None)
         return "skipped"
     args = job.args
     repo = str(args["repo"])
-    gh = deps.github(_int(args.get("installation_id")))
-    sha = args.get("after") or gh.get_branch_head(repo, None).sha
-    with deps.scratch() as scratch:
+    with _closing(deps.github(_int(args.get("installation_id")))) as gh, deps.scratch() as scratch:
+        sha = args.get("after") or gh.get_branch_head(repo, None).sha
         workdir = scratch / "repo"
         workdir.mkdir()
         gh.clone(repo, str(sha), workdir)

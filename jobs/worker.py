@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     import dramatiq
 
     from jobs.pipeline import Deps
-    from jobs.ports import GitHubGateway, RepairOutcome, RepairRequest
+    from jobs.ports import GitHubGateway
 
 log = structlog.get_logger("arcs.worker")
 
@@ -60,35 +60,51 @@ class NotWired(ConfigError):
     """A port of the pipeline has no real implementation in this deployment."""
 
 
-def _unwired_github(_installation_id: int | None) -> GitHubGateway:
-    raise NotWired("worker: no GitHub gateway is wired (jobs.worker.default_wiring)")
-
-
-class _UnwiredRepair:
-    def run(self, request: RepairRequest) -> RepairOutcome:
-        raise NotWired("worker: no repair service is wired (jobs.worker.default_wiring)")
-
-
 def default_wiring(settings: Settings, broker: dramatiq.Broker) -> DepsFactory:
     """The production dependencies: the store, follow-up jobs on ``broker``, GitHub, the repair.
 
+    - GitHub: :func:`bot.github.gateway.gateway_factory` (one gateway per job, closed by the
+      pipeline after the job: its installation tokens are revoked);
+    - repair: :class:`jobs.repair_service.FixRepairService` (``arcs fix`` on the job's checkout,
+      in the bubblewrap sandbox with this worker's Python environment);
+    - index: :class:`jobs.repair_service.RepoIndexService` (``RepoIndex`` under ``ARCS_HOME``).
+
     The store is opened (and migrated) once per process; the dependencies are shared by the
-    process's threads (the store is thread-safe).
+    process's threads (the store is thread-safe). A deployment without App credentials still
+    starts: each job then ends with status ``error`` and an event naming the missing setting.
     """
     from bot.store import open_store
     from jobs.pipeline import Deps
+    from jobs.repair_service import FixRepairService, RepoIndexService
 
     store = open_store(settings)
     deps = Deps(
         settings=settings,
         store=store,
-        # Integration point: the GitHub App gateway (bot.github) and the repair service
-        # (an adapter of jobs.fix) plug in here.
-        github=_unwired_github,
-        repair=_UnwiredRepair(),
+        github=_github_factory(settings),
+        repair=FixRepairService(settings),
         enqueue=BrokerEnqueuer(broker).enqueue,
+        index=RepoIndexService(settings),
     )
     return lambda: deps
+
+
+def _github_factory(settings: Settings) -> Callable[[int | None], GitHubGateway]:
+    """``gateway_factory(settings)``, or a factory that raises :class:`NotWired` (with the reason)
+    when the App's credentials are missing or unusable."""
+    from bot.github.gateway import gateway_factory
+
+    try:
+        return gateway_factory(settings)
+    except ArcsError as exc:
+        # Not logged here: every job names the reason in its `error` event (and the log), and
+        # each child of a multi-process worker would say it again at once.
+        reason = exc.message
+
+        def unwired(_installation_id: int | None) -> GitHubGateway:
+            raise NotWired(f"worker: no GitHub gateway: {reason}")
+
+        return unwired
 
 
 def _record_dropped(store: Store, dropped: DroppedJob) -> None:
@@ -158,7 +174,12 @@ def serve(
         log.info("worker.stopping", grace_s=grace_s)
         worker.stop(timeout=int(grace_s * 1000))
         close_broker(broker)
-        factory().store.close()
+        deps = factory()
+        close_github = getattr(deps.github, "close", None)
+        if callable(close_github):  # the shared GitHub connection pool
+            with contextlib.suppress(Exception):
+                close_github()
+        deps.store.close()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         log.info("worker.stopped")

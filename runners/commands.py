@@ -11,7 +11,9 @@ Resolution order (:func:`resolve_test_command`):
 The resolved command is then *adapted* for machine-readable results (:attr:`ResolvedCommand.shell`):
 pytest writes JUnit XML (``--junitxml``, ``-o junit_family=xunit1`` for file/line attributes,
 ``-p no:cacheprovider``); ``go test`` gets ``-json``; jest adds the ``jest-junit`` reporter only
-when the repository has it; vitest uses its built-in ``junit`` reporter; maven/gradle have their
+when the repository has it; vitest uses its built-in ``junit`` reporter; ``node --test`` gets its
+built-in ``junit`` reporter to a file and ``spec`` on stdout (also through an ``npm test`` whose script
+is exactly ``node --test``; otherwise its default TAP output is read); maven/gradle have their
 surefire/test-results XML gathered into one file; cargo and unittest are read as text.
 """
 
@@ -80,7 +82,7 @@ class ResolvedCommand:
             return "text"
         if self.framework == "go":
             return "go-json" if _GO_TEST.search(_last_segment(self.command)) else "text"
-        if self.framework in ("pytest", "jest", "vitest", "maven", "gradle"):
+        if self.framework in ("pytest", "jest", "vitest", "maven", "gradle", "node"):
             return (
                 "junit"
                 if self._adapted() != self.command or self.framework in ("maven", "gradle")
@@ -160,6 +162,13 @@ _GO_TEST = re.compile(r"(?:^|\s)go\s+test(?=\s|$)")
 _JEST = re.compile(r"(?:^|\s)(?:npx\s+|yarn\s+|pnpm\s+(?:exec\s+)?)?jest(?=\s|$)")
 _VITEST = re.compile(r"(?:^|\s)(?:npx\s+|yarn\s+|pnpm\s+(?:exec\s+)?)?vitest(?=\s|$)")
 _NPM_TEST = re.compile(r"^npm\s+(?:run\s+)?test(?=\s|$)")
+# `node [node options] --test`: the reporter flags go right after `--test` (node reads options only
+# before the first file argument).
+_NODE_TEST = re.compile(r"(?:^|\s)node(?:\s+-{1,2}[\w-]+(?:=\S+|\s+[^-\s]\S*)?)*?\s+--test(?=\s|$)")
+_NODE_ARGS = (
+    "--test-reporter=spec --test-reporter-destination=stdout "
+    '--test-reporter=junit --test-reporter-destination="$ARCS_OUT/junit.xml"'
+)
 
 
 def _unquoted(text: str) -> list[tuple[int, str]]:
@@ -240,6 +249,14 @@ def _adapt(command: str, framework: Framework) -> str:
             return _append_to_last(command, ("-- " if " -- " not in f" {last} " else "") + args)
         if _VITEST.search(last):
             return _append_to_last(command, args)
+        return command
+    if framework == "node" and "--test-reporter" not in last:
+        # Reporters and destinations pair up in order: a user's own reporter is left alone.
+        if _NPM_TEST.match(last) and re.fullmatch(r"npm\s+(?:run\s+)?test", last):
+            return _append_to_last(command, "-- " + _NODE_ARGS)
+        head, _ = _split_last(command)
+        if m := _NODE_TEST.search(last):
+            return head + last[: m.end()] + " " + _NODE_ARGS + last[m.end() :]
         return command
     if framework == "cargo" and re.search(r"\bcargo\s+test\b", last) and "--no-fail-fast" not in last:
         # Without it cargo stops at the first failing test binary and later results are lost.
@@ -496,6 +513,11 @@ def _resolved(
     framework = framework_of_command(command) or _framework_of_script(root, command)
     junit = True
     note = ""
+    if framework == "node" and not _NODE_TEST.search(_last_segment(command)):
+        script = _test_script(root)
+        if _NPM_TEST.match(_last_segment(command)) and not re.fullmatch(r"\s*node\s+--test\s*", script):
+            junit = False
+            note = "the npm test script is not exactly `node --test`: reading its TAP output"
     if framework == "jest" and not _has_node_package(root, "jest-junit"):
         junit = False
         note = "jest-junit is not installed: reading jest's text output"
@@ -532,17 +554,24 @@ def _has_node_package(root: Path, name: str) -> bool:
     return any(isinstance(pkg.get(k), dict) and name in pkg[k] for k in ("dependencies", "devDependencies"))
 
 
+def _test_script(root: Path) -> str:
+    """package.json's ``scripts.test`` (``""`` when there is none)."""
+    pkg = _package_json(root) or {}
+    scripts = pkg.get("scripts") if isinstance(pkg.get("scripts"), dict) else {}
+    return str((scripts or {}).get("test", ""))
+
+
 def _framework_of_script(root: Path, command: str) -> Framework | None:
     """``npm test`` / ``yarn test``: the framework named by package.json's test script or dependencies."""
     if not re.search(r"\b(?:npm|yarn|pnpm)\b.*\btest\b", command):
         return None
-    pkg = _package_json(root) or {}
-    scripts = pkg.get("scripts") if isinstance(pkg.get("scripts"), dict) else {}
-    script = str((scripts or {}).get("test", ""))
+    script = _test_script(root)
     if "vitest" in script:
         return "vitest"
     if re.search(r"\bjest\b|react-scripts test", script):
         return "jest"
+    if _NODE_TEST.search(script):
+        return "node"
     if _has_node_package(root, "vitest"):
         return "vitest"
     if _has_node_package(root, "jest"):

@@ -8,6 +8,9 @@ selector syntax so that a failing id can be fed back to the framework (see ``run
 - go: ``<import path>::<TestName>[/<subtest>]``, e.g. ``example.com/calc::TestAdd/negative``
 - cargo: the libtest name, ``tests::it_adds``
 - jest / vitest: ``<test file>::<describe blocks and title joined by spaces>`` (what ``-t`` matches)
+- node (``node --test``): ``<describe blocks and title joined by spaces>``, prefixed ``<test file>::`` only
+  when the report names the file (node 20's JUnit and TAP reporters do not for passing tests, and an id
+  must not change with the outcome)
 - maven / gradle (JUnit XML): ``<class>#<method>``, e.g. ``com.example.CalcTest#addsSmallNumbers``
 """
 
@@ -24,8 +27,18 @@ from typing import Any, ClassVar, Literal
 
 from runners.base import Execution
 
-Framework = Literal["pytest", "unittest", "go", "cargo", "jest", "vitest", "maven", "gradle"]
-FRAMEWORKS: tuple[Framework, ...] = ("pytest", "unittest", "go", "cargo", "jest", "vitest", "maven", "gradle")
+Framework = Literal["pytest", "unittest", "go", "cargo", "jest", "vitest", "maven", "gradle", "node"]
+FRAMEWORKS: tuple[Framework, ...] = (
+    "pytest",
+    "unittest",
+    "go",
+    "cargo",
+    "jest",
+    "vitest",
+    "maven",
+    "gradle",
+    "node",
+)
 Outcome = Literal["passed", "failed", "error", "skipped"]
 ReportSource = Literal["junit", "go-json", "text", "none"]
 
@@ -219,7 +232,8 @@ _RUNNER_ROOT = re.compile(
 def is_third_party(path: str) -> bool:
     """Heuristic: the path is inside an installed package, toolchain or runtime, not the repository."""
     p = path.replace("\\", "/")
-    return any(marker in p for marker in _THIRD_PARTY_MARKERS)
+    # Node built-ins: node:internal/..., node:async_hooks, node:test.
+    return p.startswith("node:") or any(marker in p for marker in _THIRD_PARTY_MARKERS)
 
 
 class RepoPaths:
@@ -344,8 +358,14 @@ def extract_frames(text: str) -> list[Frame]:
     go_fn: str | None = None
     rust_backtrace: list[Frame] = []
     go_stack: list[Frame] = []
+    js_stack: list[Frame] = []
     for raw in strip_ansi(text).splitlines():
         line = raw.rstrip()
+        if not _RUST_AT.match(line) and (m := _JS_FRAME.match(line) or _VITEST_FRAME.match(line)):
+            # JS stacks (V8 "at ..." lines, vitest's "❯" lines with a code excerpt after the first)
+            # run innermost first; reversed below.
+            js_stack.append(Frame(m["file"], int(m["line"]), (m["func"] or "").strip() or None))
+            continue
         m = _PY_DEF.match(line)
         if m:
             last_def = m["func"]
@@ -373,13 +393,6 @@ def extract_frames(text: str) -> list[Frame]:
         if m := _RUST_FN.match(line):
             rust_fn = m["func"].strip()
             continue
-        if m := _JS_FRAME.match(line):
-            func = (m["func"] or "").strip() or None
-            frames.append(Frame(m["file"], int(m["line"]), func))
-            continue
-        if m := _VITEST_FRAME.match(line):
-            frames.append(Frame(m["file"], int(m["line"]), m["func"]))
-            continue
         if m := _RUST_ARROW.match(line):
             frames.append(Frame(m["file"], int(m["line"]), None))
             continue
@@ -390,6 +403,7 @@ def extract_frames(text: str) -> list[Frame]:
             go_fn = line[: line.index("(")] or None
         if m := _GO_LOG_LINE.match(line):
             frames.append(Frame(m["file"], int(m["line"]), None))
+    frames.extend(reversed(js_stack))
     frames.extend(reversed(rust_backtrace))
     frames.extend(reversed(go_stack))
     kept = [f for f in frames if not is_third_party(f.file)]
@@ -490,10 +504,14 @@ def _split_documents(text: str) -> list[str]:
     return [head, *docs] if head else docs
 
 
-def _junit_id(case: ET.Element, framework: str | None) -> str:
+def _junit_id(case: ET.Element, framework: str | None, suites: Sequence[str] = ()) -> str:
     classname = (case.get("classname") or "").strip()
     name = (case.get("name") or "").strip()
     file = (case.get("file") or "").strip()
+    if framework == "node":
+        # classname is always "test"; describe() blocks are nested <testsuite> elements.
+        title = " ".join(part.strip() for part in [*suites, name] if part.strip())
+        return f"{file}::{title}" if file else title
     if framework == "pytest":
         return _pytest_junit_id(classname, name, file)
     if framework in ("jest", "vitest") or (framework is None and "›" in name):
@@ -507,6 +525,71 @@ def _junit_id(case: ET.Element, framework: str | None) -> str:
     if framework == "cargo" or not classname:
         return name
     return f"{classname}::{name}"
+
+
+def _node_suites(root: ET.Element) -> dict[ET.Element, tuple[str, ...]]:
+    """The names of the ``<testsuite>`` elements around each ``<testcase>`` (node's describe blocks)."""
+    out: dict[ET.Element, tuple[str, ...]] = {}
+
+    def walk(node: ET.Element, names: tuple[str, ...]) -> None:
+        for child in node:
+            if child.tag == "testcase":
+                out[child] = names
+            elif child.tag == "testsuite":
+                walk(child, (*names, (child.get("name") or "").strip()))
+
+    if root.tag == "testsuite":
+        walk(root, ((root.get("name") or "").strip(),))
+    else:
+        walk(root, ())
+    return out
+
+
+# "cause: AssertionError [ERR_ASSERTION]: Expected ..." (node's JUnit), "AssertionError [ERR_ASSERTION]: ..."
+# (spec) or "Error: division by zero": the error a node test threw.
+_NODE_ERROR_HEAD = re.compile(
+    r"^\s*(?:cause: )?(?P<type>[A-Z][\w$]*(?:Error|Exception)|Error)(?: \[(?P<code>[A-Z0-9_]+)\])?: (?P<msg>.*)$"
+)
+
+
+def _node_error(body: str) -> tuple[str | None, str]:
+    """(type, message) of the innermost error in a node failure text (the ``cause`` when there is one)."""
+    lines = body.splitlines()
+    heads = [i for i, ln in enumerate(lines) if _NODE_ERROR_HEAD.match(ln)]
+    causes = [i for i in heads if lines[i].lstrip().startswith("cause: ")]
+    if not heads:
+        return None, ""
+    start = causes[-1] if causes else heads[0]
+    m = _NODE_ERROR_HEAD.match(lines[start])
+    assert m is not None
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    message = [m["msg"]]
+    for ln in lines[start + 1 :]:
+        if ln.strip().startswith("at "):
+            break
+        # Keep the diff's own indentation, drop the nesting of the report.
+        cut = min(indent, len(ln) - len(ln.lstrip()))
+        message.append(ln[cut:].rstrip())
+    return m["type"], "\n".join(message)
+
+
+def _node_is_path(name: str) -> bool:
+    return bool(re.match(r"^(?:/|[A-Za-z]:[\\/]|file://)", name.strip()))
+
+
+def _node_junit_failure(test_id: str, case: ET.Element, problem: ET.Element) -> TestFailure:
+    body = strip_ansi(problem.text or "")
+    type_, message = _node_error(body)
+    if not message:
+        message = problem.get("message") or ""
+    name = (case.get("name") or "").strip()
+    frames = extract_frames(body)
+    if _node_is_path(name):
+        # node names a test file that could not run (syntax error, missing module) by its path; the
+        # reason is on stderr, not in the report.
+        path = name.removeprefix("file://")
+        return _failure(path, type_=type_ or "load", message=message, frames=frames, file=path, line=None)
+    return _failure(test_id, type_=type_, message=message, frames=frames)
 
 
 def _pytest_junit_id(classname: str, name: str, file: str) -> str:
@@ -563,15 +646,22 @@ def parse_junit_xml(text: str, *, framework: str | None = None) -> Parsed:
             root = ET.fromstring(doc.strip())
         except ET.ParseError as exc:
             raise ValueError(f"not JUnit XML: {exc}") from exc
+        suites = _node_suites(root) if framework == "node" else {}
         for case in root.iter("testcase"):
-            test_id = _junit_id(case, framework)
+            test_id = _junit_id(case, framework, suites.get(case, ()))
             duration = _float(case.get("time"))
             problem = case.find("failure")
             kind: Outcome = "failed"
             if problem is None:
                 problem = case.find("error")
                 kind = "error"
-            if problem is not None:
+            if problem is not None and framework == "node":
+                failure = _node_junit_failure(test_id, case, problem)
+                if _node_is_path(case.get("name") or ""):
+                    errors.append(failure)  # a test file that failed to load
+                else:
+                    results.append(TestResult(test_id, kind, duration, failure))
+            elif problem is not None:
                 body = strip_ansi(problem.text or "")
                 message = problem.get("message") or ""
                 type_ = problem.get("type") or _exception_type_from_text(body)
@@ -1354,6 +1444,109 @@ def _vitest_failure(test_id: str, body: Sequence[str]) -> TestFailure:
     return _failure(test_id, type_=type_, message="\n".join(message), frames=extract_frames("\n".join(body)))
 
 
+# --------------------------------------------------------------------------- node --test (TAP)
+
+_TAP_SUBTEST = re.compile(r"^(?P<indent> *)# Subtest: (?P<name>.+)$")
+_TAP_RESULT = re.compile(
+    r"^(?P<indent> *)(?P<not>not )?ok \d+ - (?P<name>.+?)(?: # (?P<directive>SKIP|TODO)\b.*)?$"
+)
+
+
+def parse_node_tap(text: str) -> Parsed:
+    """Parse ``node --test``'s TAP reporter (its default when stdout is not a terminal)."""
+    lines = strip_ansi(text).splitlines()
+    results: list[TestResult] = []
+    errors: list[TestFailure] = []
+    path: list[tuple[int, str]] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if m := _TAP_SUBTEST.match(line):
+            indent = len(m["indent"])
+            while path and path[-1][0] >= indent:
+                path.pop()
+            path.append((indent, m["name"].strip()))
+            i += 1
+            continue
+        m = _TAP_RESULT.match(line)
+        if not m:
+            i += 1
+            continue
+        indent = len(m["indent"])
+        while path and path[-1][0] > indent:
+            path.pop()
+        suites = [name for ind, name in path if ind < indent]
+        name = m["name"].strip()
+        yaml_lines: list[str] = []
+        j = i + 1
+        if j < len(lines) and lines[j].strip() == "---":
+            j += 1
+            while j < len(lines) and lines[j].strip() != "...":
+                yaml_lines.append(
+                    lines[j][indent + 2 :] if lines[j].startswith(" " * (indent + 2)) else lines[j]
+                )
+                j += 1
+            j += 1
+        i = j
+        if path and path[-1][0] == indent:
+            path.pop()
+        fields = _tap_yaml(yaml_lines)
+        if fields.get("type") == "suite":
+            continue
+        test_id = " ".join([*suites, name])
+        if m["directive"]:
+            results.append(TestResult(test_id, "skipped", _tap_duration(fields)))
+            continue
+        if not m["not"]:
+            results.append(TestResult(test_id, "passed", _tap_duration(fields)))
+            continue
+        stack = "\n".join("at " + ln.strip() for ln in fields.get("stack", "").splitlines() if ln.strip())
+        frames = extract_frames(stack)
+        location = re.match(r"^(?P<file>.+):(?P<line>\d+):\d+$", fields.get("location", ""))
+        raw_type = fields.get("name") or None
+        type_ = raw_type if raw_type else ("Error" if fields.get("code") == "ERR_TEST_FAILURE" else None)
+        failure = _failure(
+            test_id,
+            type_=type_,
+            message=fields.get("error", ""),
+            frames=frames,
+            file=location["file"] if location else None,
+            line=int(location["line"]) if location else None,
+        )
+        if _node_is_path(name):
+            errors.append(replace(failure, id=name, type="load", line=None))
+        else:
+            results.append(TestResult(test_id, "failed", _tap_duration(fields), failure))
+    return Parsed(tuple(results), tuple(errors))
+
+
+def _tap_yaml(lines: Sequence[str]) -> dict[str, str]:
+    """The flat ``key: value`` / ``key: |-`` block fields of a TAP diagnostic (enough for node's)."""
+    fields: dict[str, str] = {}
+    k = 0
+    while k < len(lines):
+        m = re.match(r"^(?P<key>[\w]+): ?(?P<value>.*)$", lines[k])
+        k += 1
+        if not m:
+            continue
+        value = m["value"].strip()
+        if value in ("|-", "|", ">-"):
+            block: list[str] = []
+            while k < len(lines) and (lines[k].startswith("  ") or not lines[k].strip()):
+                block.append(lines[k][2:])
+                k += 1
+            value = "\n".join(block).strip("\n")
+        elif len(value) >= 2 and value[0] == value[-1] == "'":
+            value = value[1:-1].replace("''", "'")
+        fields[m["key"]] = value
+    return fields
+
+
+def _tap_duration(fields: Mapping[str, str]) -> float | None:
+    ms = _float(fields.get("duration_ms"))
+    return ms / 1000 if ms is not None else None
+
+
 # --------------------------------------------------------------------------- maven (surefire console)
 
 _SUREFIRE_NEW = re.compile(
@@ -1419,6 +1612,7 @@ TEXT_PARSERS: Mapping[str, Callable[[str], Parsed]] = {
     "vitest": parse_vitest_text,
     "maven": parse_maven_text,
     "gradle": parse_maven_text,
+    "node": parse_node_tap,
 }
 
 _SIGNATURES: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -1435,6 +1629,7 @@ _SIGNATURES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("vitest", re.compile(r"^\s*Test Files\s+\d", re.M)),
     ("jest", re.compile(r"^Tests:\s+.*\btotal$|^\s+● ", re.M)),
     ("maven", re.compile(r"T E S T S|^\[(ERROR|INFO)\] Tests run: \d+", re.M)),
+    ("node", re.compile(r"^TAP version \d+\n(?:.*\n)*?# Subtest: ", re.M)),
 )
 
 
@@ -1453,6 +1648,8 @@ def framework_of_command(command: str) -> Framework | None:
         return "vitest"
     if re.search(r"\bjest\b", c):
         return "jest"
+    if re.search(r"(?:^|[\s/;&|(])node(?:\s+-{1,2}[\w-]+(?:=\S+|\s+[^-\s]\S*)?)*?\s+--test(?=\s|$)", c):
+        return "node"
     if re.search(r"(?:^|[\s/])mvnw?\b", c):
         return "maven"
     if re.search(r"(?:^|[\s/])gradlew?\b", c):

@@ -328,32 +328,28 @@ def _rounds(trace: Trace) -> list[Record]:
 
 
 def _why_unfixed(case: Case, trace: Trace, expected_ids: list[str]) -> str:
+    """One line: the verdict, the loop's reason, and what the trace shows about the cause."""
     out = trace.outcome
-    base = trace.reproduction.baseline
-    candidates = [c for c in trace.candidates if not c.duplicate_of]
     if out.verdict in ("not_reproducible", "flaky"):
         return f"{out.verdict}: {out.reason}"
+    base = trace.reproduction.baseline
     notes: list[str] = []
     if base is not None and base.failures and all(f.test_id == "<run>" for f in base.failures):
         notes.append(
-            "the test output was not parsed (framework unknown to runners/results.py): one '<run>' "
-            "failure without frames or messages"
+            "the test output was not parsed (no parser in runners/results.py): one '<run>' failure, "
+            "no test ids, frames or messages"
         )
-    if expected_ids:
-        rejected = {
-            cid: ",".join(c.rejected_by) or "not run"
-            for cid in expected_ids
-            if (c := trace.find_candidate(cid)) is not None
-        }
-        notes.append(
-            "the expected fix WAS proposed ("
-            + ", ".join(f"{cid} rejected by {why}" for cid, why in rejected.items())
-            + ")"
-        )
-    if not candidates:
-        notes.append("no template applies (0 candidates)")
+    if not any(not c.duplicate_of for c in trace.candidates):
+        notes.append("no template or mutation applies (0 candidates)")
     else:
-        notes.append(f"{len(candidates)} candidates tried, none passed the target tests")
+        notes.append(out.reason)
+    if expected_ids:
+        tried = []
+        for cid in expected_ids:
+            cand = trace.find_candidate(cid)
+            if cand is not None:
+                tried.append(f"{cid}, rejected by {', '.join(cand.rejected_by) or 'nothing (not run)'}")
+        notes.append("a candidate adding the expected text was tried (" + "; ".join(tried) + ")")
     return f"{out.verdict}: " + "; ".join(notes)
 
 
@@ -597,6 +593,9 @@ def summarize_tier0(records: Sequence[Record]) -> Record:
             if any(r["bug_class"] == cls for r in records)
         },
         "non_llm_classes": rate([r for r in records if r["bug_class"] != "logic_slip"]),
+        "python_non_llm_classes": rate(
+            [r for r in records if r["bug_class"] != "logic_slip" and r["language"] == "python"]
+        ),
         "per_fix": {
             "rounds": _stats([float(r["rounds"]) for r in fixed], 90),
             "candidates": _stats([float(r["candidates"]) for r in fixed], 90),
@@ -679,7 +678,10 @@ def render_markdown(results: Record) -> str:
             ("all", s["overall"]),
             *((lang, s["by_language"][lang]) for lang in LANGUAGES if s["by_language"][lang]["cases"]),
             ("all but logic_slip", s["non_llm_classes"]),
+            ("python, all but logic_slip", s.get("python_non_llm_classes")),
         ):
+            if not part:
+                continue
             rows.append(
                 [
                     name,
@@ -859,6 +861,20 @@ def _show_fix(r: Record) -> str:
     )
 
 
+def _render_only() -> int:
+    """Recompute the summaries from the stored per-case records and rewrite both outputs."""
+    results: Record = json.loads(RESULTS_JSON.read_text(encoding="utf-8"))
+    if "tier0" in results:
+        results["tier0"]["summary"] = summarize_tier0(results["tier0"]["cases"])
+    if "scripted_llm" in results:
+        results["scripted_llm"]["summary"] = summarize_scripted(results["scripted_llm"]["cases"])
+    RESULTS_JSON.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    text = render_markdown(results)
+    update_results_md("Repair", "repair", text)
+    print(text)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark (see the module docstring)."""
     from jobs.repair.budget import Budget
@@ -885,9 +901,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--check", action="store_true", help="only validate the corpus (no ARCS)")
     p.add_argument("--keep-traces", type=Path, metavar="DIR", help="copy every trace into DIR")
     p.add_argument("--no-write", action="store_true", help="do not write bench/results or RESULTS.md")
+    p.add_argument(
+        "--render",
+        action="store_true",
+        help="only recompute the summaries of bench/results/repair.json and rewrite the RESULTS.md block",
+    )
     args = p.parse_args(argv)
     if args.jobs < 1 or args.parallel < 1:
         p.error("--jobs and --parallel must be at least 1")
+    if args.render:
+        return _render_only()
     cases = load_cases(args.cases)
 
     if args.check:

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from indexing.hierarchy import (
     CachedSummarizer,
@@ -174,3 +177,59 @@ def test_hierarchical_respects_a_file_prefix_and_hints(sample_repo: Path, open_i
     hinted = r.hierarchical(Query("circle radius area", k=5, hints=(Location("app/auth/tokens.py", 13),)))
     assert hinted[0].chunk.path == "app/auth/tokens.py"
     assert hinted[0].chunk.symbol == "verify_token"
+
+
+def _node_vectors(index: RepoIndex) -> dict[str, np.ndarray[Any, Any]]:
+    tree = index.store.scroll(index.tree_collection, None)
+    return {str(h.payload["path"]): np.asarray(h.vector) for h in tree if h.vector is not None}
+
+
+def _mean_of_chunks(index: RepoIndex, prefix: str) -> np.ndarray[Any, Any]:
+    chunks = index.store.scroll(index.collection, None)
+    vecs = [
+        np.asarray(h.vector)
+        for h in chunks
+        if h.vector is not None and (str(h.payload["path"]) + "/").startswith(prefix)
+    ]
+    mean = np.mean(np.stack(vecs), axis=0)
+    return np.asarray(mean / np.linalg.norm(mean))
+
+
+def test_node_vectors_are_the_mean_of_their_chunks(sample_repo: Path, open_index: OpenIndex) -> None:
+    index = open_index(sample_repo)
+    index.embedder.reset_counters()
+    stats = index.refresh()
+    assert index.embedder.embedded == stats.chunks  # the tree nodes cost no model call
+    nodes = _node_vectors(index)
+    assert np.allclose(nodes["app/billing/tax.py"], _mean_of_chunks(index, "app/billing/tax.py/"), atol=1e-5)
+    manifest = index.load_manifest()
+    assert manifest is not None
+    for path in ("app/billing", ""):  # directories: files' vectors weighted by their chunk counts
+        prefix = path + "/" if path else ""
+        total = sum(
+            len(e.ids) * nodes[p] for p, e in manifest.files.items() if p.startswith(prefix) and e.ids
+        )
+        assert np.allclose(nodes[path], total / np.linalg.norm(total), atol=1e-5), path
+    # a body edit keeps the abstracts but changes the chunks: the derived vectors follow
+    tax = sample_repo / "app/billing/tax.py"
+    tax.write_text(tax.read_text().replace("round(amount * rate, 2)", "round(amount * rate * rate, 2)"))
+    index.refresh()
+    after = _node_vectors(index)
+    assert not np.allclose(after["app/billing/tax.py"], nodes["app/billing/tax.py"])
+    assert np.allclose(after["app/billing/tax.py"], _mean_of_chunks(index, "app/billing/tax.py/"), atol=1e-5)
+    assert np.allclose(after["lib/geometry"], nodes["lib/geometry"])
+    assert not np.allclose(after[""], nodes[""])
+    full = open_index(sample_repo, repo_id="fresh-build")
+    full.refresh()
+    rebuilt = _node_vectors(full)
+    for path in ("app/billing/tax.py", "app/billing", ""):
+        assert np.allclose(after[path], rebuilt[path], atol=1e-5), path  # incremental == from scratch
+
+
+def test_node_vectors_from_abstracts_when_disabled(sample_repo: Path, open_index: OpenIndex) -> None:
+    index = open_index(sample_repo)
+    index.derive_node_vectors = False
+    index.embedder.reset_counters()
+    stats = index.refresh()
+    nodes = len(index.store.scroll(index.tree_collection, None, with_vectors=False))
+    assert index.embedder.embedded == stats.chunks + nodes

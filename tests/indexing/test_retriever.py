@@ -231,7 +231,7 @@ def unit_label(unit):
     return f"{unit:.2f} USD"
 '''
 
-PRICING_TEST = '''from shop.pricing import bulk_price, unit_label
+PRICING_TEST = """from shop.pricing import bulk_price, unit_label
 
 
 def test_bulk_price_at_tier_boundary():
@@ -240,7 +240,7 @@ def test_bulk_price_at_tier_boundary():
 
 def test_label():
     assert unit_label(2.0) == "2.00 USD"
-'''
+"""
 
 PYTEST_LOG = """___________ test_bulk_price_at_tier_boundary ___________
 tests/test_pricing.py:5: in test_bulk_price_at_tier_boundary
@@ -281,7 +281,13 @@ def test_a_query_about_tests_keeps_test_code_on_top(pricing: RepoIndex) -> None:
 
 
 def test_stack_frames_are_weighted_almost_evenly_and_test_frames_low() -> None:
-    hints = [("pkg/a.py", 3), ("pkg/b.py", 9), ("tests/test_a.py", 4), ("pkg/c.py", 7), ("tests/test_a.py", 9)]
+    hints = [
+        ("pkg/a.py", 3),
+        ("pkg/b.py", 9),
+        ("tests/test_a.py", 4),
+        ("pkg/c.py", 7),
+        ("tests/test_a.py", 9),
+    ]
     weights = HybridRetriever._hint_weights(hints, about_tests=False)
     assert weights[0] == 1.0
     assert weights[1] == weights[3] == pytest.approx(0.9)

@@ -394,7 +394,7 @@ def test_called_functions_rank_what_the_caller_observes() -> None:
     table = SymbolTable.build(DictSource(files))
     fn = next(f for f in table.functions_named("count"))
     # The loop, the accumulation and the returned value; not the dead label or the logging.
-    assert observed_lines(pf, fn) == {26, 29, 30, 31}
+    assert observed_lines(pf, fn) == frozenset({26, 29, 30, 31})
     failure = Failure(
         "tests/test_app.py::test_count",
         "AssertionError",

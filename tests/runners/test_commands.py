@@ -13,8 +13,10 @@ import pytest
 from bot.errors import UsageError
 from runners.commands import JUNIT_PATH, ResolvedCommand, resolve_test_command
 from runners.config import RepoConfig
+from runners.execute import run_in_workspace
 from runners.logs import FailedStep
 from runners.results import parse_junit_xml
+from runners.sandbox import LocalSandbox, SandboxUnavailable
 from tests.conftest import write_tree
 
 WORKFLOW = """\
@@ -252,6 +254,116 @@ def test_adapted_pytest_command_really_writes_the_junit_file(tmp_path: Path) -> 
     bad = next(r for r in parsed.results if r.failure is not None)
     assert bad.failure is not None and (bad.failure.file, bad.failure.line) == ("tests/test_a.py", 5)
     assert not (repo / ".pytest_cache").exists()
+
+
+# --------------------------------------------------------------------------- node --test
+
+NODE_REPO = {
+    "package.json": json.dumps({"name": "calc", "scripts": {"test": "node --test"}}),
+    "src/calc.js": (
+        "'use strict';\n"
+        "function divide(a, b) {\n"
+        "  if (b === 0) {\n"
+        "    throw new Error('division by zero');\n"
+        "  }\n"
+        "  return a / b;\n"
+        "}\n"
+        "module.exports = { divide };\n"
+    ),
+    "test/calc.test.js": (
+        "'use strict';\n"
+        "const { describe, it } = require('node:test');\n"
+        "const assert = require('node:assert');\n"
+        "const { divide } = require('../src/calc');\n"
+        "describe('divide', () => {\n"
+        "  it('halves', () => { assert.strictEqual(divide(4, 2), 2); });\n"
+        "  it('rejects zero', () => { assert.strictEqual(divide(1, 0), Infinity); });\n"
+        "  it('is wrong', () => { assert.strictEqual(divide(9, 3), 4); });\n"
+        "});\n"
+    ),
+}
+NODE_ARGS = (
+    "--test-reporter=spec --test-reporter-destination=stdout "
+    '--test-reporter=junit --test-reporter-destination="$ARCS_OUT/junit.xml"'
+)
+
+
+def test_node_test_gets_the_junit_reporter_right_after_dash_dash_test(tmp_path: Path) -> None:
+    plain = resolve_test_command(tmp_path, explicit="node --test")
+    assert (plain.framework, plain.report, plain.collect) == ("node", "junit", (JUNIT_PATH,))
+    assert plain.shell == f'ARCS_OUT="$PWD/.arcs"; mkdir -p "$ARCS_OUT"; node --test {NODE_ARGS}'
+    # node reads options only before the first file: the flags must not be appended after test/.
+    files = resolve_test_command(tmp_path, explicit="npm ci && node --import tsx --test test/ spec/")
+    assert files.shell.endswith(f"npm ci && node --import tsx --test {NODE_ARGS} test/ spec/")
+    assert files.report == "junit"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["node --test --test-reporter=dot", "node --test | tee out.log", "node --test-only x.js"],
+)
+def test_node_test_is_left_alone_when_flags_would_not_reach_it(tmp_path: Path, command: str) -> None:
+    resolved = resolve_test_command(tmp_path, explicit=command)
+    assert resolved.shell == command and resolved.report == "text"
+
+
+def test_npm_test_with_a_plain_node_test_script(tmp_path: Path) -> None:
+    repo = repo_with(tmp_path, {"package.json": NODE_REPO["package.json"]})
+    resolved = resolve_test_command(repo)
+    assert (resolved.command, resolved.framework, resolved.report) == ("npm test", "node", "junit")
+    assert resolved.shell.endswith(f"npm test -- {NODE_ARGS}")
+    # Extra arguments or a script with file arguments: npm would append the flags after the files.
+    assert resolve_test_command(repo, explicit="npm test -- --watch").report == "text"
+    (repo / "package.json").write_text(
+        json.dumps({"scripts": {"test": "node --test test/"}}), encoding="utf-8"
+    )
+    files = resolve_test_command(repo)
+    assert (files.framework, files.report, files.shell) == ("node", "text", "npm test")
+    assert "TAP" in files.note
+
+
+@pytest.mark.skipif(sys.platform == "win32" or not Path("/usr/bin/node").exists(), reason="needs node")
+def test_adapted_node_command_really_writes_the_junit_file(tmp_path: Path) -> None:
+    repo = repo_with(tmp_path, NODE_REPO)
+    resolved = resolve_test_command(repo, explicit="node --test")
+    done = subprocess.run(["sh", "-c", resolved.shell], cwd=repo, capture_output=True, text=True, check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "✖ rejects zero" in done.stdout  # the human-readable report stays on stdout
+    parsed = parse_junit_xml((repo / JUNIT_PATH).read_text(encoding="utf-8"), framework="node")
+    assert {r.id: r.outcome for r in parsed.results} == {
+        "divide halves": "passed",
+        "divide rejects zero": "failed",
+        "divide is wrong": "failed",
+    }
+    zero = next(r.failure for r in parsed.results if r.id == "divide rejects zero")
+    assert zero is not None and zero.type == "Error" and zero.message == "division by zero"
+    assert [(Path(f.file).name, f.line, f.function) for f in zero.frames][-1] == ("calc.js", 4, "divide")
+
+
+def _sandbox() -> LocalSandbox | None:
+    try:
+        box = LocalSandbox()
+        box.check()
+    except SandboxUnavailable:
+        return None
+    return box
+
+
+@pytest.mark.sandbox
+@pytest.mark.skipif(not Path("/usr/bin/node").exists(), reason="needs node in /usr/bin")
+def test_node_test_repo_through_the_real_sandbox(tmp_path: Path) -> None:
+    box = _sandbox()
+    if box is None:
+        pytest.skip("bubblewrap cannot create a sandbox here")
+    repo = repo_with(tmp_path, NODE_REPO)
+    resolved = resolve_test_command(repo)  # npm test, whose script is `node --test`
+    run = run_in_workspace(box, repo, resolved, timeout_s=120)
+    assert (run.source, run.framework) == ("junit", "node"), run
+    assert run.passed_ids == ["divide halves"]
+    zero = next(f for f in run.failures if f.id == "divide rejects zero")
+    # Paths come back repository-relative, the crash site last.
+    assert [(f.file, f.line) for f in zero.frames] == [("test/calc.test.js", 7), ("src/calc.js", 4)]
+    assert (zero.file, zero.line, zero.type) == ("src/calc.js", 4, "Error")
 
 
 # --------------------------------------------------------------------------- selection

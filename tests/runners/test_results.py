@@ -24,6 +24,7 @@ from runners.results import (
     parse_jest_text,
     parse_junit_xml,
     parse_maven_text,
+    parse_node_tap,
     parse_output,
     parse_pytest_text,
     parse_text,
@@ -285,7 +286,9 @@ def test_jest_default_output_with_ansi() -> None:
     assert (sub.file, sub.line) == ("src/sum.test.js", 9)
     trims = failure(parsed.results, "src/sum.test.js::Calculator parse trims input")
     assert trims.type == "TypeError"
-    assert [(f.file, f.line) for f in trims.frames] == [("src/sum.js", 8), ("src/sum.test.js", 14)]
+    # V8 prints the stack innermost first; frames run outermost first, the crash site last.
+    assert [(f.file, f.line) for f in trims.frames] == [("src/sum.test.js", 14), ("src/sum.js", 8)]
+    assert (trims.file, trims.line) == ("src/sum.js", 8)
 
 
 def test_jest_verbose_nesting_builds_full_names() -> None:
@@ -476,6 +479,10 @@ def test_detect_framework_from_output(name: str, framework: str) -> None:
         ("pnpm exec vitest run", "vitest"),
         ("./mvnw -B verify", "maven"),
         ("./gradlew test", "gradle"),
+        ("node --test", "node"),
+        ("npm ci && node --import tsx --test test/", "node"),
+        ("node --test-only x.js", None),
+        ("node scripts/build.js", None),
         ("make check", None),
     ],
 )
@@ -700,3 +707,118 @@ def test_skipping_a_target_is_not_a_fix() -> None:
     cand = _run({"a": "skipped"}, exit_code=0)
     cmp = compare(base, cand)
     assert cmp.still_failing == ("a",) and not cmp.ok
+
+
+# --------------------------------------------------------------------------- node --test
+# Real node v20.20.2 outputs of /tmp/nt (src/calc.js, test/calc.test.js, test/other.test.js,
+# test/broken.test.js requiring a missing module): JUnit + spec on stdout, and the default TAP.
+
+NODE_ROOT = "/tmp/nt"
+NODE_FILES = ["src/calc.js", "test/calc.test.js", "test/other.test.js", "test/broken.test.js"]
+NODE_OUTCOMES = {
+    "adds small numbers": "failed",
+    "divides": "passed",
+    "calc divide rejects zero": "failed",
+    "calc divide halves": "passed",
+    "other passes": "passed",
+    "other fails": "failed",
+}
+
+
+def _node_parsed(kind: str) -> tuple[tuple[TestResult, ...], tuple[TestFailure, ...]]:
+    if kind == "junit":
+        parsed = parse_junit_xml(read(JUNIT / "node_junit.xml"), framework="node")
+    else:
+        parsed = parse_node_tap(read(OUTPUTS / "node_tap.txt"))
+    return parsed.results, parsed.errors
+
+
+@pytest.mark.parametrize("kind", ["junit", "tap"])
+def test_node_ids_outcomes_and_nested_describe(kind: str) -> None:
+    results, errors = _node_parsed(kind)
+    assert outcomes(results) == NODE_OUTCOMES
+    # A file that fails to load is a run-level error named by its path, not a test.
+    assert [(e.id, e.type) for e in errors] == [("/tmp/nt/test/broken.test.js", "load")]
+
+
+@pytest.mark.parametrize("kind", ["junit", "tap"])
+def test_node_assertion_failure(kind: str) -> None:
+    results, _ = _node_parsed(kind)
+    got = failure(results, "adds small numbers")
+    assert got.type == "AssertionError"
+    assert got.message == "Expected values to be strictly equal:\n\n4 !== 3"
+    # node:internal and node:async_hooks frames are dropped.
+    assert [(f.file, f.line) for f in got.frames] == [("/tmp/nt/test/calc.test.js", 7)]
+    deep = failure(results, "other fails")
+    assert deep.type == "AssertionError" and "+   a: 1\n-   a: 2" in deep.message
+
+
+@pytest.mark.parametrize("kind", ["junit", "tap"])
+def test_node_thrown_error_frames_end_at_the_throw(kind: str) -> None:
+    results, _ = _node_parsed(kind)
+    got = failure(results, "calc divide rejects zero")
+    assert (got.type, got.message) == ("Error", "division by zero")
+    assert [(f.file, f.line, f.function) for f in got.frames] == [
+        ("/tmp/nt/test/calc.test.js", 17, "TestContext.<anonymous>"),
+        ("/tmp/nt/src/calc.js", 7, "divide"),
+    ]
+    assert (got.file, got.line) == ("/tmp/nt/src/calc.js", 7)
+
+
+def test_node_junit_through_parse_output_and_localize() -> None:
+    execution = Execution(
+        command="node --test",
+        exit_code=1,
+        stdout=read(OUTPUTS / "node_spec.txt"),
+        stderr="",
+        duration_s=1.0,
+        artifacts={".arcs/junit.xml": read(JUNIT / "node_junit.xml")},
+    )
+    run = localize(parse_output(execution, "node"), NODE_FILES, roots=(NODE_ROOT,))
+    assert run.source == "junit" and run.framework == "node"
+    assert set(run.failed_ids) == {"adds small numbers", "calc divide rejects zero", "other fails"}
+    got = failure(run.results, "calc divide rejects zero")
+    assert [(f.file, f.line) for f in got.frames] == [("test/calc.test.js", 17), ("src/calc.js", 7)]
+    assert (got.file, got.line) == ("src/calc.js", 7)
+    assert [(e.file, e.type) for e in run.errors] == [("test/broken.test.js", "load")]
+
+
+def test_node_tap_is_detected_without_a_hint() -> None:
+    text = read(OUTPUTS / "node_tap.txt")
+    assert detect_framework(text) == ["node"]
+    assert outcomes(parse_text(text).results) == NODE_OUTCOMES
+
+
+def test_node_file_urls_and_skips() -> None:
+    frames = extract_frames(
+        "Error: boom\n"
+        "    at explode (file:///work/repo/src/m.mjs:3:9)\n"
+        "    at TestContext.<anonymous> (file:///work/repo/test/m.test.mjs:5:3)\n"
+        "    at Test.runInAsyncScope (node:async_hooks:206:9)\n"
+        "    at node:internal/test_runner/harness:255:12\n"
+    )
+    assert [(f.file, f.line) for f in frames] == [
+        ("/work/repo/test/m.test.mjs", 5),
+        ("/work/repo/src/m.mjs", 3),
+    ]
+    tap = "TAP version 13\n# Subtest: later\nok 1 - later # SKIP\n  ---\n  duration_ms: 0.1\n  ...\n1..1\n"
+    assert outcomes(parse_node_tap(tap).results) == {"later": "skipped"}
+
+
+def test_js_stack_frames_run_outermost_first() -> None:
+    # V8 prints the innermost frame first; extract_frames documents outermost first.
+    jest = extract_frames(
+        "TypeError: x is undefined\n"
+        "    at value (src/sum.js:8:12)\n"
+        "    at parse (src/parse.js:3:10)\n"
+        "    at Object.<anonymous> (src/sum.test.js:14:5)\n"
+        "    at Promise.then.completed (node_modules/jest-circus/build/utils.js:298:28)\n"
+    )
+    assert [(f.file, f.line, f.function) for f in jest] == [
+        ("src/sum.test.js", 14, "Object.<anonymous>"),
+        ("src/parse.js", 3, "parse"),
+        ("src/sum.js", 8, "value"),
+    ]
+    # vitest prints a code excerpt after the first (innermost) frame.
+    vitest = extract_frames(" ❯ parse sum.ts:4:29\n    4| const x = 1\n ❯ sum.test.ts:15:14\n")
+    assert [(f.file, f.line) for f in vitest] == [("sum.test.ts", 15), ("sum.ts", 4)]

@@ -452,6 +452,17 @@ def _names(node: ts.Node, pf: ParsedFile) -> set[str]:
     return {pf.node_text(n) for n in walk(node) if n.type == "identifier"}
 
 
+def _header_names(node: ts.Node, last_row: int, pf: ParsedFile) -> set[str]:
+    """Identifiers of a loop header (the pre-order walk reaches the body after the header)."""
+    out: set[str] = set()
+    for sub in walk(node):
+        if sub.start_point.row + 1 > last_row:
+            break
+        if sub.type == "identifier":
+            out.add(pf.node_text(sub))
+    return out
+
+
 def _targets(node: ts.Node) -> ts.Node | None:
     return (
         node.child_by_field_name("left")
@@ -489,9 +500,7 @@ def observed_lines(pf: ParsedFile, fn: FunctionInfo) -> frozenset[int] | None:
             if cond is not None:
                 needed |= _names(cond, pf)
             elif t in _LOOPS:
-                needed |= {
-                    pf.node_text(n) for n in walk(sub) if n.type == "identifier" and n.end_point.row + 1 <= b
-                }
+                needed |= _header_names(sub, b, pf)
         elif t in _ASSIGNMENTS:
             target = _targets(sub)
             if target is None:

@@ -3,7 +3,7 @@
 
 def unique(items: list[str]) -> list[str]:
     """Distinct items, keeping the order in which they first appear."""
-    return list(set(items))
+    return sorted(set(items))
 
 
 def clean_tags(raw: str) -> list[str]:

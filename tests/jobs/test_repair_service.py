@@ -1,0 +1,190 @@
+"""The real RepairService (jobs.fix on the pipeline's checkout) with a scripted pytest runner, and
+the attempt -> pull request body mapping the pipeline builds from what the service stored."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from bot.github import payloads
+from bot.settings import Settings
+from bot.store import open_store
+from jobs.pipeline import repair_summary
+from jobs.ports import RepairRequest
+from jobs.repair.budget import Budget
+from jobs.repair_service import FixRepairService, changed_files, worker_toolchains
+from runners.fake import FakeRunner
+from tests.bot.test_cli_fix import TARGET, fixture_repo, scripted_pytest
+
+
+def _request(workdir: Path, trace_dir: Path, **fields: object) -> RepairRequest:
+    base: dict[str, object] = {
+        "kind": "ci",
+        "repo": "octo/ages",
+        "workdir": workdir,
+        "head_sha": "a" * 40,
+        "attempt_id": 7,
+        "trace_dir": trace_dir,
+    }
+    base.update(fields)
+    return RepairRequest(**base)  # type: ignore[arg-type]
+
+
+def _service(settings: Settings, **kwargs: object) -> FixRepairService:
+    runner = FakeRunner().on("pytest", scripted_pytest)
+    return FixRepairService(settings, runner=runner, toolchains=(), use_index=False, parallel=1, **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_ci_failure_is_repaired_at_tier_0_and_mapped_to_an_outcome(
+    settings: Settings, tmp_path: Path
+) -> None:
+    repo = fixture_repo(tmp_path, "boundary")
+    request = _request(
+        repo,
+        tmp_path / "traces",
+        failure_class="test",
+        test_ids=(TARGET,),
+        test_command="pytest -q",
+        tier="large",
+    )
+    outcome = _service(settings).run(request)
+
+    assert outcome.fixed and outcome.verdict == "fixed" and outcome.tier == "0"  # no key: tier 0
+    assert "+    return age >= ADULT_AGE" in outcome.patch
+    assert set(outcome.files) == {"ages/rules.py"}
+    assert "age >= ADULT_AGE" in str(outcome.files["ages/rules.py"])
+    assert (
+        outcome.trace_path == str(tmp_path / "traces" / "attempt-7.json")
+        and Path(outcome.trace_path).is_file()
+    )
+    summary = outcome.trace_summary
+    assert summary["tests_before"]["failing"] == [TARGET] and summary["tests_before"]["failed"] == 1
+    assert summary["tests_after"] == {"passed": 3, "failed": 0, "errors": 0, "failing": []}
+    assert summary["target_tests"] == [TARGET] and summary["failure_class"] == "test"
+    assert any(g["gate"] and g["passed"] for g in summary["gates"])
+    assert "ARCS trace v" in summary["markdown"] and "### Patch" in summary["markdown"]
+
+
+def test_nothing_to_repair_is_an_outcome_without_files(settings: Settings, tmp_path: Path) -> None:
+    repo = fixture_repo(tmp_path, "boundary")
+    rules = repo / "ages" / "rules.py"
+    rules.write_text(rules.read_text().replace("age > ADULT_AGE", "age >= ADULT_AGE"))
+    outcome = _service(settings).run(_request(repo, tmp_path / "traces"))
+    assert not outcome.fixed and outcome.verdict == "not_reproducible"
+    assert outcome.files == {} and outcome.patch == "" and outcome.reason
+
+
+def test_tier_and_budget_come_from_the_request_then_arcs_yml(settings: Settings, tmp_path: Path) -> None:
+    from bot.github.repo_config import parse_arcs_config
+
+    config = parse_arcs_config("tier: small\nbudget: {usd: 0.5, iterations: 3}\n")
+    with_key = _service(settings.model_copy(update={"anthropic_api_key": SecretStr("sk-test")}))
+    without = _service(settings)
+    auto = _request(tmp_path, tmp_path, tier="auto")
+    large = _request(tmp_path, tmp_path, tier="large", budget_usd=1.25)
+    assert with_key.tier_for(auto, config) == "small"
+    assert with_key.tier_for(large, config) == "large"
+    assert without.tier_for(large, config) == "0"
+    assert without.budget_for(auto, config) == Budget(usd=0.5, iterations=3)
+    assert without.budget_for(large, config) == Budget(usd=1.25, iterations=3)
+
+
+def test_the_fix_request_for_an_issue_and_the_arcs_yml_test_command(
+    settings: Settings, tmp_path: Path
+) -> None:
+    (tmp_path / ".arcs.yml").write_text("test: pytest -q tests\n")
+    request = _request(
+        tmp_path,
+        tmp_path / "traces",
+        kind="issue",
+        issue_title="Eighteen is not adult",
+        issue_body="is_adult(18) is False",
+        instructions="keep it small",
+        test_command="make test",
+    )
+    fix_request = _service(settings).fix_request(request)
+    assert fix_request.issue_text is not None
+    assert fix_request.issue_text.startswith("Eighteen is not adult\n\nis_adult(18) is False")
+    assert "keep it small" in fix_request.issue_text
+    assert fix_request.test_command is None  # .arcs.yml `test:` wins over the CI log's command
+    assert fix_request.apply and fix_request.tier == "0" and not fix_request.unsafe_no_sandbox
+    ci = _service(settings).fix_request(_request(tmp_path / "nowhere", tmp_path, test_command="make test"))
+    assert ci.test_command == "make test" and ci.issue_text is None
+
+
+def test_worker_toolchains_and_changed_files(tmp_path: Path) -> None:
+    assert worker_toolchains(prefix=sys.prefix, base_prefix="/nonexistent-base") == (
+        Path(sys.prefix).absolute(),
+    )
+    assert worker_toolchains(prefix="/same", base_prefix="/same") == ()
+    (tmp_path / "a.py").write_text("x = 1\n")
+    assert changed_files(tmp_path, ["a.py", "gone.py"]) == {"a.py": "x = 1\n", "gone.py": None}
+
+
+def test_the_pull_request_body_is_built_from_the_stored_attempt(settings: Settings, tmp_path: Path) -> None:
+    repo = fixture_repo(tmp_path, "boundary")
+    outcome = _service(settings).run(_request(repo, tmp_path / "traces", failure_class="test"))
+    with open_store(settings) as store:
+        attempt, _ = store.claim_attempt(
+            "k", repo="octo/ages", trigger="ci", head_sha="a" * 40, head_branch="main", failure_class="test"
+        )
+        attempt = store.update_attempt(
+            attempt.id,
+            status="fixed",
+            verdict=outcome.verdict,
+            tier=outcome.tier,
+            rounds=outcome.rounds,
+            patch=outcome.patch,
+            explanation=outcome.explanation or None,
+            trace=dict(outcome.trace_summary),
+        )
+    summary = repair_summary(attempt)
+    assert summary.fixed and summary.kind == "ci" and summary.target_tests == (TARGET,)
+    assert summary.tests_before == payloads.TestTally(passed=2, failed=1, failing=(TARGET,))
+    body = payloads.pr_body(summary)
+    assert "| Target tests (1) | ❌ 1 failed, 2 passed | ✅ 3 passed |" in body
+    assert "<summary>Repair trace</summary>" in body and "ARCS trace v" in body
+    assert payloads.pr_title(summary) == f"ARCS: fix failing test {TARGET}"
+
+
+@pytest.mark.parametrize(
+    "parts", [("fix", "main"), ("fix", "feature/x y"), ("issue", "42"), ("fix", "release.lock")]
+)
+def test_branch_names_are_pushable(parts: tuple[str, ...]) -> None:
+    from bot.github.git import check_branch
+    from jobs.pipeline import branch_name
+
+    assert check_branch(branch_name(*parts)) == branch_name(*parts)
+    assert branch_name(*parts) == branch_name(*parts)  # stable: one branch per signature
+
+
+def test_default_wiring_uses_the_app_gateway_and_the_fix_service(settings: Settings) -> None:
+    from bot.github.gateway import AppGitHubGateway, GatewayFactory
+    from jobs.broker import make_broker
+    from jobs.repair_service import RepoIndexService
+    from jobs.worker import NotWired, default_wiring
+    from tests.fakes.github_double import TEST_APP_ID, generate_app_key
+
+    broker = make_broker(settings)
+    deps = default_wiring(settings, broker)()
+    try:
+        assert isinstance(deps.repair, FixRepairService) and isinstance(deps.index, RepoIndexService)
+        with pytest.raises(NotWired, match="ARCS_APP_ID"):
+            deps.github(1)
+    finally:
+        deps.store.close()
+    configured = settings.model_copy(
+        update={"app_id": TEST_APP_ID, "private_key": SecretStr(generate_app_key().private_pem)}
+    )
+    deps = default_wiring(configured, broker)()
+    try:
+        assert isinstance(deps.github, GatewayFactory)
+        gateway = deps.github(5)
+        assert isinstance(gateway, AppGitHubGateway) and gateway.installation_id == 5
+        gateway.close()
+        deps.github.close()
+    finally:
+        deps.store.close()
