@@ -18,16 +18,28 @@ instead of opening a second one, and :meth:`bot.store.store.Store.begin_publish`
 worker publish at a time. It raises on failure so the queue retries it.
 
 Job arguments are those of the web side (documented in :mod:`bot.handlers`). Repository policy
-comes from ``.arcs.yml`` at the commit being repaired: ``branches`` (glob patterns of the
-branches whose CI failures are repaired; default all) and ``label`` (the issue label that asks
-for a fix; default ``arcs``).
+comes from ``.arcs.yml`` (:class:`bot.github.repo_config.ArcsConfig`; at the commit being repaired
+for CI, the default branch otherwise) and is enforced **before anything is cloned or repaired**:
+
+* a malformed file: no repair; the message names the key (check run for CI, status comment for
+  issues and commands) and a ``refusal`` event is recorded;
+* ``triggers.ci/issues/comments`` off: the job is ``skipped`` with a ``notice`` event; only a
+  comment-triggered job gets a reply (an issue label or a red build never makes ARCS talk);
+* ``branches`` (globs of the branches whose CI failures are repaired) and ``label`` (the issue
+  label that asks for a fix);
+* a CI failure that code changes do not fix: a ``notice`` event, and a check run (plus status
+  comment on the pull request) only when ``notify_unrepairable`` is true;
+* ``max_prs_per_day`` (ARCS pull requests opened in the repository in the last 24 hours) and
+  ``max_open_prs`` (ARCS pull requests still open), both counted from the store: ``refused``, a
+  ``refusal`` event and a message naming the limit and the numbers. A repair that would update an
+  open ARCS pull request (a retry on, or ``/arcs revise`` of, an ARCS branch) opens nothing new and
+  is not limited.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import fnmatch
 import re
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -38,9 +50,11 @@ from typing import Any
 import structlog
 from structlog.contextvars import bind_contextvars
 
+from bot.errors import ConfigError
 from bot.github import payloads
 from bot.github.git import branch_name as signature_branch
 from bot.github.git import check_branch
+from bot.github.repo_config import ArcsConfig, parse_arcs_config
 from bot.settings import Settings
 from bot.store.models import Attempt
 from bot.store.store import Store, utcnow
@@ -66,6 +80,10 @@ MAX_BRANCH_RETRIES = 2
 PUBLISH_STALE_AFTER = dt.timedelta(minutes=15)
 """A ``publishing`` claim older than this belongs to a dead worker and can be taken over."""
 MAX_REASON_CHARS = 500
+PR_WINDOW = dt.timedelta(hours=24)
+"""``max_prs_per_day`` counts the pull requests ARCS opened in this trailing window."""
+PR_SCAN_LIMIT = 1000
+"""How many of a repository's newest attempts are scanned for ARCS pull requests."""
 
 WorkdirFactory = Callable[[], contextlib.AbstractContextManager[Path]]
 
@@ -152,18 +170,99 @@ def _closing(gh: GitHubGateway) -> Iterator[GitHubGateway]:
                 log.warning("github.close_failed", error=f"{type(exc).__name__}: {exc}"[:300])
 
 
-def _branch_watched(config: RepoConfig, branch: str | None) -> bool:
-    patterns = config.extra.get("branches")
-    if patterns is None or branch is None:
-        return True
-    if isinstance(patterns, str):
-        patterns = [patterns]
-    return any(fnmatch.fnmatchcase(branch, str(p)) for p in patterns)
+def _branch_watched(config: ArcsConfig, branch: str | None) -> bool:
+    return branch is None or config.watches(branch)
 
 
-def _configured_label(config: RepoConfig) -> str:
-    label = config.extra.get("label")
-    return str(label) if isinstance(label, str) and label.strip() else DEFAULT_LABEL
+def _as_arcs_config(config: RepoConfig) -> ArcsConfig:
+    """The typed config from the runner part plus the App keys left in ``extra``.
+
+    For gateways without ``load_arcs_config`` (the fakes): the same parser validates it, so a
+    malformed value raises :class:`bot.github.repo_config.ArcsConfigError` naming the key.
+    """
+    import yaml
+
+    data: dict[str, Any] = dict(config.extra)
+    for key in ("test", "setup", "timeout_s", "memory_mb"):
+        value = getattr(config, key)
+        if value is not None:
+            data[key] = value
+    path = config.path.name if config.path is not None else ".arcs.yml"
+    parsed = parse_arcs_config(yaml.safe_dump(data), path=path)
+    return parsed if config.path is not None or data else ArcsConfig()
+
+
+def _load_config(gh: GitHubGateway, repo: str, ref: str | None) -> ArcsConfig:
+    """``.arcs.yml`` at ``ref`` (None: the default branch); ``ConfigError`` names the key.
+
+    Prefers the gateway's typed ``load_arcs_config`` (the App's gateway has it); otherwise the
+    protocol's ``load_repo_config`` is validated into an :class:`ArcsConfig`.
+    """
+    loader = getattr(gh, "load_arcs_config", None)
+    if callable(loader):
+        config = loader(repo, ref)
+        if isinstance(config, ArcsConfig):
+            return config
+    sha = ref if ref is not None else gh.get_branch_head(repo, None).sha
+    return _as_arcs_config(gh.load_repo_config(repo, sha))
+
+
+@dataclass(frozen=True, slots=True)
+class PrCounts:
+    """ARCS pull requests of one repository, from the store."""
+
+    opened_today: int
+    """Opened in the last :data:`PR_WINDOW`."""
+    open_now: int
+    """Still open."""
+
+
+def count_arcs_prs(store: Store, repo: str, now: dt.datetime) -> PrCounts:
+    """How many pull requests ARCS opened in ``repo`` in the last 24 hours, and how many are open.
+
+    Counted per pull request (several attempts may update the same one) over the newest
+    :data:`PR_SCAN_LIMIT` attempts of the repository.
+    """
+    since = now - PR_WINDOW
+    numbers: set[int] = set()
+    open_now: set[int] = set()
+    for attempt in store.attempts(repo=repo, limit=PR_SCAN_LIMIT):
+        if attempt.pr_number is None:
+            continue
+        numbers.add(attempt.pr_number)
+        if attempt.pr_state == "open":
+            open_now.add(attempt.pr_number)
+    opened_today = 0
+    for number in numbers:
+        pr = store.get_pr(repo, number)
+        if pr is not None and pr.created_at >= since:
+            opened_today += 1
+    return PrCounts(opened_today=opened_today, open_now=len(open_now))
+
+
+def pr_limit_reached(
+    config: ArcsConfig, counts: PrCounts, repo: str
+) -> tuple[payloads.RefusalKind, str, int, int] | None:
+    """``(refusal kind, message, count, limit)`` when a new pull request would break a limit."""
+    if counts.opened_today >= config.max_prs_per_day:
+        n, limit = counts.opened_today, config.max_prs_per_day
+        return (
+            "rate_limit",
+            f"ARCS has opened {n} pull requests in {repo} today (limit {limit} from .arcs.yml "
+            "max_prs_per_day); skipping this repair",
+            n,
+            limit,
+        )
+    if counts.open_now >= config.max_open_prs:
+        n, limit = counts.open_now, config.max_open_prs
+        return (
+            "open_prs",
+            f"ARCS has {n} pull requests open in {repo} (limit {limit} from .arcs.yml "
+            "max_open_prs); skipping this repair",
+            n,
+            limit,
+        )
+    return None
 
 
 def _budget_usd(command: Mapping[str, Any] | None) -> float | None:
@@ -277,14 +376,19 @@ class _Run:
         body: str,
         conclusion: str | None,
         event: str | None = None,
+        event_data: Mapping[str, Any] | None = None,
         comment: bool = True,
         check: Mapping[str, str] | None = None,
+        comment_body: str | None = None,
         **fields: Any,
     ) -> str:
         self.update(status=status, reason=_one_line(reason), finished_at=self.deps.clock(), **fields)
         if event is not None:
-            self.event(event, reason)
-        self.tell(title, body, conclusion=conclusion, comment=comment, check=check)
+            self.event(event, reason, **(event_data or {}))
+        if title or body or check is not None or comment_body is not None:
+            self.tell(
+                title, body, conclusion=conclusion, comment=comment, check=check, comment_body=comment_body
+            )
         set_outcome(status)
         log.info("attempt.finish", status=status, reason=_one_line(reason, 200))
         return status
@@ -329,6 +433,96 @@ class _Guard:
             return False
         self.run.fail(exc)
         return isinstance(exc, Exception)
+
+
+# --- the repository's policy (.arcs.yml) ------------------------------------------------------
+
+
+def _read_config(run: _Run, ref: str | None, *, head_sha: str | None = None) -> ArcsConfig | str:
+    """The repository's config, or the attempt's final status when the file is malformed.
+
+    A malformed file is never replaced by defaults the maintainer did not choose: no repair, a
+    message naming the key (on the check run of ``head_sha`` for CI, else the status comment)
+    and a ``refusal`` event.
+    """
+    try:
+        return _load_config(run.gh, run.repo, ref)
+    except ConfigError as exc:
+        message = getattr(exc, "message", str(exc))
+        key = getattr(exc, "key", None)
+        text = payloads.config_error_comment(exc)
+        if head_sha is not None:
+            run.open_check_run(head_sha)
+        return run.finish(
+            "refused",
+            f"malformed .arcs.yml: {message}",
+            title="ARCS could not read .arcs.yml",
+            body=text,
+            conclusion="neutral" if head_sha is not None else None,
+            event="refusal",
+            event_data={"policy": "config_error", "key": key},
+            comment=head_sha is None,
+            check={"title": "ARCS could not read .arcs.yml", "summary": text},
+            comment_body=text,
+        )
+
+
+def _trigger_off(run: _Run, config: ArcsConfig, trigger: str, *, reply: bool) -> str | None:
+    """``skipped`` with a ``notice`` event when ``triggers.<trigger>`` is off in ``.arcs.yml``.
+
+    Only a comment-triggered job (``reply``) is answered: a red build or an issue label must
+    not make ARCS talk in a repository that turned it off.
+    """
+    if getattr(config.triggers, trigger):
+        return None
+    reason = f"triggers.{trigger} is off in .arcs.yml"
+    return run.finish(
+        "skipped",
+        reason,
+        title="" if not reply else "ARCS is turned off here",
+        body="",
+        conclusion=None,
+        event="notice",
+        event_data={"policy": f"triggers.{trigger}"},
+        comment=reply,
+        comment_body=payloads.refusal_comment("disabled", reason) if reply else None,
+    )
+
+
+def _updates_open_pr(store: Store, repo: str, branch: str) -> bool:
+    """True when ARCS already has an open pull request for ``branch`` (a repair updates it)."""
+    return any(a.pr_state == "open" for a in store.attempts(repo=repo, branch=branch, limit=50))
+
+
+def _over_pr_limits(
+    run: _Run, config: ArcsConfig, branch: str, *, head_sha: str | None = None, comment: bool = True
+) -> str | None:
+    """``refused`` (message, ``refusal`` event) when a new pull request would break
+    ``max_prs_per_day`` or ``max_open_prs``; None when the repair may go on."""
+    store = run.deps.store
+    if _updates_open_pr(store, run.repo, branch):
+        return None
+    counts = count_arcs_prs(store, run.repo, run.deps.clock())
+    reached = pr_limit_reached(config, counts, run.repo)
+    if reached is None:
+        return None
+    kind, message, count, limit = reached
+    policy = "max_prs_per_day" if kind == "rate_limit" else "max_open_prs"
+    text = payloads.refusal_comment(kind, message + ".")
+    if head_sha is not None:
+        run.open_check_run(head_sha)
+    return run.finish(
+        "refused",
+        message,
+        title="ARCS did not run",
+        body=text,
+        conclusion="skipped",
+        event="refusal",
+        event_data={"policy": policy, "count": count, "limit": limit},
+        comment=comment,
+        check={"title": f"Skipped: {policy} reached", "summary": text},
+        comment_body=text,
+    )
 
 
 def _open_run(deps: Deps, attempt: Attempt, job: JobRequest) -> _Run | None:
@@ -506,7 +700,12 @@ def repair_ci_failure(deps: Deps, job: JobRequest, *, message_id: str | None = N
         return "error"
     with _closing(run.gh), run.guard():
         run.start()
-        config = run.gh.load_repo_config(repo, head_sha)
+        config = _read_config(run, head_sha, head_sha=head_sha)
+        if isinstance(config, str):
+            return config
+        off = _trigger_off(run, config, "ci", reply=False)
+        if off is not None:
+            return off
         retry_of = args.get("retry_of")
         if not retry_of and not _branch_watched(config, head_branch):
             # The repository asked for silence on this branch: record it, post nothing.
@@ -538,7 +737,6 @@ def repair_ci_failure(deps: Deps, job: JobRequest, *, message_id: str | None = N
             origin = deps.store.attempts(repo=repo, branch=branch, limit=10)
             base_branch = next((a.base_branch for a in origin if a.base_branch), None) or base_branch
         run.update(branch=branch, base_branch=base_branch)
-        run.open_check_run(head_sha)
         fields: dict[str, Any] = {}
         run_id = _int(args.get("run_id"))
         if run_id is not None:
@@ -547,14 +745,21 @@ def repair_ci_failure(deps: Deps, job: JobRequest, *, message_id: str | None = N
             report = analyze_log(run.gh.download_failed_logs(repo, run_id))
             run.update(failure_class=report.failure_class)
             if not report.repairable:
+                # Said on GitHub only when the repository asked (`notify_unrepairable`); always recorded.
+                notify = config.notify_unrepairable
+                if notify:
+                    run.open_check_run(head_sha)
+                text = payloads.unrepairable_summary(report.failure_class, report.reason)
                 return run.finish(
                     "skipped",
                     f"{report.failure_class} failure: {report.reason}",
-                    title=f"ARCS does not repair {report.failure_class} failures",
-                    body=f"This run failed for a reason code changes do not fix ({report.failure_class}): "
-                    f"{_one_line(report.reason)}",
+                    title=f"ARCS does not repair {report.failure_class} failures" if notify else "",
+                    body=text if notify else "",
                     conclusion="skipped",
-                    comment=False,
+                    event="notice",
+                    event_data={"policy": "unrepairable", "failure_class": report.failure_class},
+                    comment=notify,
+                    comment_body=payloads.refusal_comment("unrepairable", text) if notify else None,
                 )
             fields = {
                 "failure_class": report.failure_class,
@@ -562,6 +767,10 @@ def repair_ci_failure(deps: Deps, job: JobRequest, *, message_id: str | None = N
                 "test_ids": tuple(report.test_ids),
                 "test_command": report.step.command if report.step and not report.step.uses else None,
             }
+        limited = _over_pr_limits(run, config, branch, head_sha=head_sha, comment=False)
+        if limited is not None:
+            return limited
+        run.open_check_run(head_sha)
         return _repair(run, fields, kind="ci", head_sha=head_sha)
     return str(run.attempt.status)
 
@@ -587,8 +796,13 @@ def repair_issue(deps: Deps, job: JobRequest, *, message_id: str | None = None) 
         if refused is not None:
             return refused
         head = run.gh.get_branch_head(repo, None)
-        config = run.gh.load_repo_config(repo, head.sha)
-        label = _configured_label(config)
+        config = _read_config(run, head.sha)
+        if isinstance(config, str):
+            return config
+        off = _trigger_off(run, config, "issues", reply=False)
+        if off is not None:
+            return off
+        label = config.label
         if str(args.get("label") or DEFAULT_LABEL).casefold() != label.casefold():
             return run.refuse(
                 f"label {args.get('label')!r} is not this repository's ARCS label {label!r}",
@@ -604,7 +818,11 @@ def repair_issue(deps: Deps, job: JobRequest, *, message_id: str | None = None) 
                 body=f"Issue #{number} is {issue.state}; ARCS only works on open issues.",
                 conclusion=None,
             )
-        run.update(head_sha=head.sha, base_branch=head.name, branch=branch_name("issue", str(number)))
+        branch = branch_name("issue", str(number))
+        run.update(head_sha=head.sha, base_branch=head.name, branch=branch)
+        limited = _over_pr_limits(run, config, branch)
+        if limited is not None:
+            return limited
         run.tell(
             "ARCS is working on this issue",
             f"Attempt #{run.attempt.id}: reproducing the issue on `{head.name}` and searching for a fix.",
@@ -672,6 +890,12 @@ def handle_command(deps: Deps, job: JobRequest, *, message_id: str | None = None
         if refused is not None:
             _react(run, comment_id, "confused")
             return refused
+        config = _read_config(run, None)
+        if isinstance(config, str):
+            return config
+        off = _trigger_off(run, config, "comments", reply=True)
+        if off is not None:
+            return off
         if verb is None or verb == "help":
             from bot.commands import HELP_TEXT
 
@@ -704,6 +928,9 @@ def handle_command(deps: Deps, job: JobRequest, *, message_id: str | None = None
             else:
                 branch, base = branch_name("fix", pr.head_branch), pr.head_branch
             run.update(head_sha=pr.head_sha, head_branch=pr.head_branch, base_branch=base, branch=branch)
+            limited = _over_pr_limits(run, config, branch)
+            if limited is not None:
+                return limited
             run.open_check_run(pr.head_sha)
             run.tell(
                 "ARCS is working on this",
@@ -713,7 +940,11 @@ def handle_command(deps: Deps, job: JobRequest, *, message_id: str | None = None
             return _repair(run, fields, kind="ci", head_sha=pr.head_sha)
         issue = run.gh.get_issue(repo, number)
         head = run.gh.get_branch_head(repo, None)
-        run.update(head_sha=head.sha, base_branch=head.name, branch=branch_name("issue", str(number)))
+        branch = branch_name("issue", str(number))
+        run.update(head_sha=head.sha, base_branch=head.name, branch=branch)
+        limited = _over_pr_limits(run, config, branch)
+        if limited is not None:
+            return limited
         run.tell(
             "ARCS is working on this issue",
             f"Attempt #{run.attempt.id} (`/arcs {verb}` by @{author}) is running on `{head.name}`.",

@@ -545,10 +545,11 @@ def _node_suites(root: ET.Element) -> dict[ET.Element, tuple[str, ...]]:
     return out
 
 
-# "cause: AssertionError [ERR_ASSERTION]: Expected ..." (node's JUnit), "AssertionError [ERR_ASSERTION]: ..."
+# "cause: AssertionError [ERR_ASSERTION]: Expected ..." or "cause: ReferenceError [Error]: x is not defined"
+# (node's JUnit), "AssertionError [ERR_ASSERTION]: ..."
 # (spec) or "Error: division by zero": the error a node test threw.
 _NODE_ERROR_HEAD = re.compile(
-    r"^\s*(?:cause: )?(?P<type>[A-Z][\w$]*(?:Error|Exception)|Error)(?: \[(?P<code>[A-Z0-9_]+)\])?: (?P<msg>.*)$"
+    r"^\s*(?:cause: )?(?P<type>[A-Z][\w$]*(?:Error|Exception)|Error)(?: \[(?P<code>[A-Za-z0-9_]+)\])?: (?P<msg>.*)$"
 )
 
 

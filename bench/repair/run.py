@@ -753,7 +753,11 @@ def render_markdown(results: Record) -> str:
             lines.append("Fixed, but not with the expected change (the patch passes every gate):")
             lines.append("")
             rows = [
-                [u["id"], u["variant"], "; ".join(_plus_lines(u["patch"]).strip().splitlines()[:2])[:90]]
+                [
+                    u["id"],
+                    u["variant"],
+                    " ".join(ln.strip() for ln in _plus_lines(u["patch"]).splitlines()[:2])[:90],
+                ]
                 for u in s["fixed_not_matching"]
             ]
             lines.append(markdown_table(["case", "template", "added line(s)"], rows))

@@ -1023,8 +1023,9 @@ class RepairLoop:
 
     def _targets_gate(self, st: _State, outcome: TestOutcome) -> GateResult:
         passed = list(outcome.passed)
-        # A run-level error target ("<run>", a collection error) is fixed when it is gone and tests ran.
-        if outcome.ran and not outcome.timed_out:
+        # A run-level error target ("<run>", a collection error) is fixed when it is gone and the run
+        # either reported tests or, for a command whose output names no tests, exited 0.
+        if not outcome.timed_out and (outcome.ran or (outcome.exit_code == 0 and not outcome.errors)):
             passed.extend(t for t in st.targets if t in st.baseline_errors and t not in outcome.errors)
         return targets_gate(st.targets, passed, (*outcome.failed, *outcome.errors))
 

@@ -601,3 +601,17 @@ def test_tier0_is_not_offered_llm_tiers_evidence() -> None:
     loop, _ = make(proposer)
     loop.run(ci_task(), Budget(), "0")
     assert proposer.requests[0].evidence == () and proposer.requests[0].n == TIER0.candidates
+
+
+def test_run_level_target_is_fixed_by_a_clean_exit_when_the_output_names_no_tests() -> None:
+    # A test command whose output has no parser: the baseline is one run-level error ("<run>"),
+    # and a correct patch makes the command exit 0 without naming any test.
+    broken = outcome(errors=["<run>"])
+
+    def no_ids(files: Mapping[str, str], select: Sequence[str] | None) -> TestOutcome:
+        return outcome() if "age >= 18" in files[CORE] else outcome(errors=["<run>"])
+
+    loop, _ = make(ScriptedProposer([[FIX]]), base=broken, judge=no_ids)
+    task = RepairTask(kind="ci", test_command="python3 check.py", target_tests=("<run>",))
+    result = loop.run(task, Budget(iterations=2), tier="0")
+    assert result.fixed, result.reason

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 import structlog
 
+from bot.github.repo_config import ArcsConfig, ArcsConfigError, Triggers
 from bot.settings import Settings
 from bot.store.store import Store
 from jobs import pipeline
@@ -209,15 +211,29 @@ def test_the_claiming_message_resumes_its_own_attempt(h: Harness) -> None:
     assert len(h.repair.requests) == 1
 
 
-def test_a_non_repairable_failure_is_explained_and_not_repaired(h: Harness) -> None:
-    assert pipeline.repair_ci_failure(h.deps, ci_job(666)) == "skipped"
+def test_a_non_repairable_failure_is_recorded_silently_by_default(h: Harness) -> None:
+    assert pipeline.repair_ci_failure(h.deps, ci_job(666, prs=(5,))) == "skipped"
     attempt = only_attempt(h.store)
     assert attempt.status == "skipped" and attempt.failure_class == "infrastructure"
     assert attempt.reason.startswith("infrastructure failure")
-    assert h.repair.requests == []
+    assert h.repair.requests == [] and h.gh.calls_to("clone") == []
+    # `notify_unrepairable` is off by default: nothing on GitHub, an event in the store.
+    assert attempt.check_run_id is None and h.gh.calls_to("create_check_run") == [] and h.gh.comments == {}
+    (event,) = h.store.events(attempt_id=attempt.id, kind="notice")
+    assert event.data == {"policy": "unrepairable", "failure_class": "infrastructure"}
+
+
+def test_a_non_repairable_failure_is_explained_when_the_repository_asks(h: Harness) -> None:
+    h.gh.config = RepoConfig(extra={"notify_unrepairable": True})
+    assert pipeline.repair_ci_failure(h.deps, ci_job(666, prs=(5,))) == "skipped"
+    attempt = only_attempt(h.store)
+    assert h.repair.requests == [] and h.gh.calls_to("clone") == []
     check = h.gh.check_runs[attempt.check_run_id]
     assert check["conclusion"] == "skipped"
-    assert "infrastructure" in check["title"] and check["summary"]
+    assert "infrastructure" in check["title"] and "`infrastructure` failure" in check["summary"]
+    ((number, body),) = h.gh.comments.values()
+    assert number == 5 and "does not repair this kind of failure" in body
+    assert len(h.store.events(attempt_id=attempt.id, kind="notice")) == 1
 
 
 def test_a_repair_error_is_recorded_and_told_never_silent(h: Harness) -> None:
@@ -462,3 +478,184 @@ def test_branch_names_are_git_safe() -> None:
     assert pipeline.branch_name("fix", "feature/x y") == "arcs/fix/feature/x-y"
     assert pipeline.branch_name("fix", "../../etc") == "arcs/fix/etc"
     assert ".." not in pipeline.branch_name("fix", "a..b")
+
+
+# --- .arcs.yml policy: triggers, PR limits, malformed files --------------------------------------
+
+
+def seed_prs(h: Harness, count: int, *, state: str = "open", first: int = 200) -> None:
+    """``count`` pull requests ARCS opened "now" (per the store's clock) in REPO."""
+    for i in range(count):
+        attempt, _ = h.store.claim_attempt(f"seed-{first + i}", repo=REPO, trigger="ci", status="fixed")
+        h.store.record_pr(
+            repo=REPO,
+            number=first + i,
+            url=f"https://github.test/{REPO}/pull/{first + i}",
+            branch=f"arcs/fix/seed-{first + i}",
+            attempt_id=attempt.id,
+            state=state,
+        )
+
+
+def nothing_spent(h: Harness) -> bool:
+    return h.repair.requests == [] and h.gh.calls_to("clone") == [] and h.queued == []
+
+
+@pytest.mark.parametrize(
+    ("trigger", "job"),
+    [("ci", ci_job()), ("issues", issue_job()), ("comments", command_job("fix"))],
+    ids=["ci", "issues", "comments"],
+)
+def test_a_trigger_turned_off_skips_its_job_with_a_notice(h: Harness, trigger: str, job: JobRequest) -> None:
+    h.gh.config = RepoConfig(extra={"triggers": {trigger: False}})
+    assert pipeline.dispatch(h.deps, job) == "skipped"
+    attempt = only_attempt(h.store)
+    assert attempt.status == "skipped" and f"triggers.{trigger} is off" in (attempt.reason or "")
+    (event,) = h.store.events(attempt_id=attempt.id, kind="notice")
+    assert event.data == {"policy": f"triggers.{trigger}"}
+    assert nothing_spent(h) and h.gh.calls_to("create_check_run") == []
+    if trigger == "comments":
+        # Someone asked in a comment: they get an answer (and only they do).
+        ((number, body),) = h.gh.comments.values()
+        assert number == 42 and "`triggers`" in body and "triggers.comments is off" in body
+    else:
+        assert h.gh.comments == {}
+
+
+def test_other_triggers_stay_on_when_one_is_off(h: Harness) -> None:
+    h.gh.config = RepoConfig(extra={"triggers": {"issues": False, "comments": False}})
+    assert pipeline.repair_ci_failure(h.deps, ci_job()) == "fixed"
+    assert len(h.repair.requests) == 1
+
+
+def test_max_prs_per_day_refuses_a_ci_repair_on_the_check_run(h: Harness) -> None:
+    h.gh.config = RepoConfig(extra={"max_prs_per_day": 2, "max_open_prs": 10})
+    seed_prs(h, 2, state="closed")
+    assert pipeline.repair_ci_failure(h.deps, ci_job(prs=(5,))) == "refused"
+    attempt = h.store.attempts()[0]
+    message = (
+        "ARCS has opened 2 pull requests in octo/app today "
+        "(limit 2 from .arcs.yml max_prs_per_day); skipping this repair"
+    )
+    assert attempt.status == "refused" and attempt.reason == message
+    assert nothing_spent(h)
+    check = h.gh.check_runs[attempt.check_run_id]
+    assert check["conclusion"] == "skipped" and message in check["summary"]
+    assert "max_prs_per_day" in check["title"]
+    assert h.gh.comments == {}  # CI refusals stay on the check run: no comment per red build
+    (event,) = h.store.events(attempt_id=attempt.id, kind="refusal")
+    assert event.data == {"policy": "max_prs_per_day", "count": 2, "limit": 2}
+
+
+def test_max_prs_per_day_counts_only_the_last_24_hours(h: Harness) -> None:
+    h.gh.config = RepoConfig(extra={"max_prs_per_day": 2, "max_open_prs": 10})
+    seed_prs(h, 2, state="closed")
+    h.deps.clock = lambda: dt.datetime.now(dt.UTC) + dt.timedelta(hours=25)
+    assert pipeline.repair_ci_failure(h.deps, ci_job()) == "fixed"
+    assert len(h.repair.requests) == 1 and h.store.events(kind="refusal") == []
+
+
+def test_under_max_prs_per_day_the_repair_runs(h: Harness) -> None:
+    h.gh.config = RepoConfig(extra={"max_prs_per_day": 3, "max_open_prs": 10})
+    seed_prs(h, 2, state="merged")
+    assert pipeline.repair_ci_failure(h.deps, ci_job()) == "fixed"
+    assert h.drain() == ["published"]
+    # The PR it opened is the third of the day: the next repair is refused.
+    job = ci_job(556, head_branch="develop")
+    h.gh.logs[556] = h.gh.logs[555]
+    assert pipeline.repair_ci_failure(h.deps, job) == "refused"
+    assert len(h.repair.requests) == 1
+
+
+def test_max_open_prs_refuses_an_issue_repair_with_a_comment(h: Harness) -> None:
+    h.gh.config = RepoConfig(extra={"max_open_prs": 2})
+    seed_prs(h, 2)
+    seed_prs(h, 1, state="closed", first=300)
+    assert pipeline.repair_issue(h.deps, issue_job()) == "refused"
+    assert nothing_spent(h)
+    ((number, body),) = h.gh.comments.values()
+    assert number == 42 and "`max_open_prs`" in body
+    assert "ARCS has 2 pull requests open in octo/app (limit 2 from .arcs.yml max_open_prs)" in body
+    (event,) = h.store.events(kind="refusal")
+    assert event.data == {"policy": "max_open_prs", "count": 2, "limit": 2}
+
+
+def test_a_closed_pull_request_frees_a_max_open_prs_slot(h: Harness) -> None:
+    h.gh.config = RepoConfig(extra={"max_open_prs": 2})
+    seed_prs(h, 2)
+    h.store.set_pr_state(REPO, 200, "closed")
+    assert pipeline.handle_command(h.deps, command_job("fix")) == "fixed"
+    assert len(h.repair.requests) == 1
+
+
+def test_pr_limits_refuse_commands_too(h: Harness) -> None:
+    h.gh.config = RepoConfig(extra={"max_prs_per_day": 1})
+    seed_prs(h, 1)
+    assert pipeline.handle_command(h.deps, command_job("fix", pr=True)) == "refused"
+    assert nothing_spent(h)
+    ((_, body),) = h.gh.comments.values()
+    assert (
+        "ARCS has opened 1 pull requests in octo/app today (limit 1 from .arcs.yml max_prs_per_day)" in body
+    )
+
+
+def test_updating_an_open_arcs_pull_request_is_not_limited(h: Harness) -> None:
+    h.gh.config = RepoConfig(extra={"max_prs_per_day": 1, "max_open_prs": 1})
+    seed_prs(h, 1)  # its branch is arcs/fix/seed-200
+    h.gh.pull_requests[42] = PullRequestInfo(42, "e" * 40, "arcs/fix/seed-200", "main", "u", head_repo=REPO)
+    assert pipeline.handle_command(h.deps, command_job("revise", pr=True)) == "fixed"
+    assert len(h.repair.requests) == 1
+
+
+def test_count_arcs_prs_counts_pull_requests_not_attempts(h: Harness) -> None:
+    seed_prs(h, 1)
+    again, _ = h.store.claim_attempt("again", repo=REPO, trigger="revise", status="fixed")
+    h.store.record_pr(repo=REPO, number=200, url="u", branch="arcs/fix/seed-200", attempt_id=again.id)
+    seed_prs(h, 1, state="closed", first=201)
+    counts = pipeline.count_arcs_prs(h.store, REPO, dt.datetime.now(dt.UTC))
+    assert (counts.opened_today, counts.open_now) == (2, 1)
+    assert pipeline.count_arcs_prs(h.store, "other/repo", dt.datetime.now(dt.UTC)) == pipeline.PrCounts(0, 0)
+
+
+def test_a_malformed_config_names_the_key_on_the_check_run(h: Harness) -> None:
+    h.gh.config = RepoConfig(extra={"max_prs_per_day": "lots"})
+    assert pipeline.repair_ci_failure(h.deps, ci_job(prs=(5,))) == "refused"
+    attempt = only_attempt(h.store)
+    assert "max_prs_per_day" in (attempt.reason or "") and nothing_spent(h)
+    check = h.gh.check_runs[attempt.check_run_id]
+    assert check["conclusion"] == "neutral" and "`max_prs_per_day` key" in check["summary"]
+    assert h.gh.comments == {}
+    (event,) = h.store.events(kind="refusal")
+    assert event.data == {"policy": "config_error", "key": "max_prs_per_day"}
+
+
+@pytest.mark.parametrize("job", [issue_job(), command_job("fix")], ids=["issue", "command"])
+def test_a_malformed_config_names_the_key_in_a_comment(h: Harness, job: JobRequest) -> None:
+    h.gh.fail["load_repo_config"] = ArcsConfigError(
+        ".arcs.yml: unknown key `triger` (did you mean `triggers`?)", key="triger"
+    )
+    assert pipeline.dispatch(h.deps, job) == "refused"
+    assert nothing_spent(h)
+    ((number, body),) = h.gh.comments.values()
+    assert number == 42 and "did you mean `triggers`" in body and "Fix the `triger` key" in body
+    assert len(h.store.events(kind="refusal")) == 1
+
+
+class TypedGateway(FakeGitHubGateway):
+    """A gateway with the App's typed ``load_arcs_config`` (preferred over ``load_repo_config``)."""
+
+    def __init__(self, arcs: ArcsConfig) -> None:
+        super().__init__()
+        self.arcs = arcs
+
+    def load_arcs_config(self, repo: str, ref: str | None = None) -> ArcsConfig:
+        self._record("load_arcs_config", repo=repo, ref=ref)
+        return self.arcs
+
+
+def test_the_typed_config_of_the_gateway_is_preferred(h: Harness) -> None:
+    gh = TypedGateway(ArcsConfig(triggers=Triggers(comments=False)))
+    h.deps.github = lambda _installation: gh
+    assert pipeline.handle_command(h.deps, command_job("fix")) == "skipped"
+    assert gh.calls_to("load_arcs_config") == [{"repo": REPO, "ref": None}]
+    assert gh.calls_to("load_repo_config") == [] and h.repair.requests == []

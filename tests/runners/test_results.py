@@ -822,3 +822,26 @@ def test_js_stack_frames_run_outermost_first() -> None:
     # vitest prints a code excerpt after the first (innermost) frame.
     vitest = extract_frames(" ❯ parse sum.ts:4:29\n    4| const x = 1\n ❯ sum.test.ts:15:14\n")
     assert [(f.file, f.line) for f in vitest] == [("sum.test.ts", 15), ("sum.ts", 4)]
+
+
+def test_node_error_code_may_be_mixed_case() -> None:
+    # node's JUnit writes "cause: ReferenceError [Error]: ..." for errors thrown by the runtime.
+    xml = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites>
+  <testcase name="computes subtotal" time="0.001" classname="test">
+    <failure type="testCodeFailure" message="calcSubtotal is not defined">
+[Error [ERR_TEST_FAILURE]: calcSubtotal is not defined] {
+  code: 'ERR_TEST_FAILURE',
+  failureType: 'testCodeFailure',
+  cause: ReferenceError [Error]: calcSubtotal is not defined
+      at TestContext.&lt;anonymous&gt; (/workspace/test/cart.test.js:6:3)
+}
+    </failure>
+  </testcase>
+</testsuites>
+"""
+    parsed = parse_junit_xml(xml, framework="node")
+    (failure,) = [r for r in parsed.results if r.outcome == "failed"]
+    assert failure.failure is not None
+    assert failure.failure.type == "ReferenceError"
+    assert "calcSubtotal is not defined" in failure.failure.message
