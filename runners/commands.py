@@ -258,10 +258,28 @@ def _adapt(command: str, framework: Framework) -> str:
         if m := _NODE_TEST.search(last):
             return head + last[: m.end()] + " " + _NODE_ARGS + last[m.end() :]
         return command
+    if framework == "unittest":
+        return _unittest_verbose(command, last)
     if framework == "cargo" and re.search(r"\bcargo\s+test\b", last) and "--no-fail-fast" not in last:
         # Without it cargo stops at the first failing test binary and later results are lost.
         return re.sub(r"\bcargo\s+test\b", "cargo test --no-fail-fast", command, count=1)
     return command
+
+
+def _unittest_verbose(command: str, last: str) -> str:
+    """``python -m unittest`` names passing tests only with ``-v``: without it a fixed target reads as
+    "not run". The flag goes right after ``unittest`` (or after ``discover``, which must come first)."""
+    try:
+        tokens = shlex.split(last)
+    except ValueError:
+        return command
+    if "unittest" not in tokens or {"-v", "--verbose"} & set(tokens):
+        return command
+    at = tokens.index("unittest") + 1
+    if at < len(tokens) and tokens[at] == "discover":
+        at += 1
+    head, _ = _split_last(command)
+    return head + _quote_all([*tokens[:at], "-v", *tokens[at:]])
 
 
 # --------------------------------------------------------------------------- selection

@@ -15,7 +15,7 @@ from runners.commands import JUNIT_PATH, ResolvedCommand, resolve_test_command
 from runners.config import RepoConfig
 from runners.execute import run_in_workspace
 from runners.logs import FailedStep
-from runners.results import parse_junit_xml
+from runners.results import parse_junit_xml, parse_text
 from runners.sandbox import LocalSandbox, SandboxUnavailable
 from tests.conftest import write_tree
 
@@ -442,3 +442,36 @@ def test_no_selection_for_unknown_frameworks_or_pipes() -> None:
         ResolvedCommand(command="pytest | tee x", source="flag", framework="pytest").selecting(["a"]) is None
     )
     assert ResolvedCommand(command="pytest", source="flag", framework="pytest").selecting([]) is None
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("python -m unittest", "python -m unittest -v"),
+        ("python -m unittest discover -s tests", "python -m unittest discover -v -s tests"),
+        ("python3 -m unittest tests.test_calc", "python3 -m unittest -v tests.test_calc"),
+        ("python -m unittest -v", "python -m unittest -v"),
+        ("cd src && python -m unittest", "cd src && python -m unittest -v"),
+    ],
+)
+def test_unittest_runs_verbose_so_passing_tests_are_named(
+    tmp_path: Path, command: str, expected: str
+) -> None:
+    resolved = resolve_test_command(tmp_path, explicit=command)
+    assert resolved.framework == "unittest"
+    assert resolved.shell == expected
+
+
+def test_verbose_unittest_really_names_passing_tests(tmp_path: Path) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "__init__.py").write_text("")
+    (tmp_path / "tests" / "test_ok.py").write_text(
+        "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_ok(self):\n        self.assertTrue(True)\n"
+    )
+    resolved = resolve_test_command(tmp_path, explicit="python3 -m unittest discover -s tests -t .")
+    done = subprocess.run(
+        resolved.shell, shell=True, cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    parsed = parse_text(done.stdout + done.stderr, "unittest")
+    assert [r.id for r in parsed.results if r.outcome == "passed"] == ["tests.test_ok.T.test_ok"]
