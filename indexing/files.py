@@ -215,20 +215,32 @@ def _decode(data: bytes) -> str | None:
     return text.removeprefix("\ufeff")
 
 
-_TEST_DIRS = frozenset({"test", "tests", "__tests__", "testing", "spec", "specs", "testdata"})
+# The one definition of "test code" for the whole project: the retriever down-weights it, tier-0
+# localization skips it, and the policy gate protects it from weakening.
+_TEST_DIRS = frozenset(
+    {"test", "tests", "__tests__", "testing", "spec", "specs", "testdata", "test_data", "e2e"}
+)
 _TEST_FILE = re.compile(
-    r"(^test_.*\.py$|^.*_test\.(py|go)$|^conftest\.py$|\.(test|spec)\.[cm]?[jt]sx?$|"
-    r"^.*(Test|Tests|IT)\.(java|kt)$|^.*_spec\.rb$)"
+    r"""^(
+        test_.*\.py | .*_tests?\.py | conftest\.py
+      | .*_test\.go
+      | .*\.(test|spec)\.[cm]?[jt]sx? | .*\.spec\.\w+
+      | .*(Test|Tests|IT)\.(java|kt) | Test.*\.java
+      | .*_(test|spec)\.rb
+      | tests?\.rs
+    )$""",
+    re.VERBOSE,
 )
 
 
 def is_test_path(rel: str) -> bool:
-    """True when ``rel`` looks like test code: under a ``tests/``-like directory (``src/test/``
-    included) or named like a test file (``test_*.py``, ``*_test.go``, ``*.test.ts``, ``*.spec.js``…)."""
+    """True when ``rel`` looks like test code: under a ``tests/``-like directory (``src/test/``,
+    ``__tests__/``, ``spec/``, ``testdata/``…) or named like a test file (``test_*.py``, ``*_test.go``,
+    ``*.test.ts``, ``*.spec.js``, ``*Test.java``, ``*_spec.rb``…)."""
     parts = rel.replace("\\", "/").split("/")
     if any(p.lower() in _TEST_DIRS for p in parts[:-1]):
         return True
-    return bool(_TEST_FILE.search(parts[-1]))
+    return bool(_TEST_FILE.match(parts[-1]))
 
 
 def is_indexable(

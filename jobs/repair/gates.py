@@ -20,6 +20,7 @@ from typing import Any
 
 import pathspec
 
+from indexing.files import is_test_path
 from jobs.repair.diffing import DiffStats, FilePatch, HunkLine, parse_patch
 from jobs.repair.edits import AppliedEdits, EditError
 from jobs.repair.model import GateResult
@@ -410,33 +411,6 @@ _CONFIG_GLOBS = (".arcs.yml", ".arcs.yaml")
 @functools.cache
 def _spec(globs: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
     return pathspec.GitIgnoreSpec.from_lines(globs)
-
-
-_TEST_DIRS = {"test", "tests", "__tests__", "spec", "specs", "testdata", "test_data"}
-_TEST_NAME = re.compile(
-    r"""^(
-        test_.*\.py | .*_test\.py | .*_tests\.py | conftest\.py
-      | .*_test\.go
-      | .*\.(test|spec)\.[cm]?[jt]sx? | .*\.spec\.\w+
-      | .*(Test|Tests|IT)\.(java|kt)
-      | .*_(test|spec)\.rb
-      | tests?\.rs
-    )$""",
-    re.VERBOSE,
-)
-
-
-def is_test_path(path: str) -> bool:
-    """True for test files by path convention.
-
-    Directories ``tests/``, ``test/`` (so ``src/test/java/**``), ``__tests__/``, ``spec/``,
-    ``testdata/``; names ``test_*.py``, ``*_test.py``, ``conftest.py``, ``*_test.go``,
-    ``*.test.ts``/``*.test.js``, ``*.spec.*``, ``*Test.java``, ``*_spec.rb``.
-    """
-    parts = PurePosixPath(path).parts
-    if any(p.lower() in _TEST_DIRS for p in parts[:-1]):
-        return True
-    return bool(parts) and bool(_TEST_NAME.match(parts[-1]))
 
 
 _RUST_TEST_MARK = re.compile(r"#\[(?:\w+::)*test\b|#\[cfg\(test\)\]")

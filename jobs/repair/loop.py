@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from indexing.files import is_test_path
 from jobs.repair import roles
 from jobs.repair.budget import Budget, Spend
 from jobs.repair.diffing import diff_stats, normalize_patch, patch_key
@@ -1461,7 +1462,7 @@ def _evidence_of(hit: SearchHit, spec: QuerySpec) -> Evidence:
     c = hit.chunk
     if c.language in ("markdown", "rst", "text"):
         source = "doc"
-    elif _is_test_path(c.path):
+    elif is_test_path(c.path):
         source = "test"
     else:
         source = "code"
@@ -1477,12 +1478,6 @@ def _evidence_of(hit: SearchHit, spec: QuerySpec) -> Evidence:
         score=round(hit.score, 6),
         why=why,
     )
-
-
-def _is_test_path(path: str) -> bool:
-    from jobs.repair.proposers.localize import is_test_path
-
-    return is_test_path(path)
 
 
 __all__ = [

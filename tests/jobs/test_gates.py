@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from indexing.files import is_test_path
 from jobs.repair.diffing import DiffStats, unified_diff
 from jobs.repair.edits import AppliedEdits, EditError, FileChange
 from jobs.repair.gates import (
     DEFAULT_DENIED,
     applies_gate,
     gate_summary,
-    is_test_path,
     policy_gate,
     regression_gate,
     size_gate,

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
+from indexing.files import is_test_path
 from jobs.repair.model import Failure, Frame
 from jobs.repair.proposers.localize import (
     AFTER_FRAME,
@@ -16,7 +17,6 @@ from jobs.repair.proposers.localize import (
     code_frame,
     control_path,
     failure_frames,
-    is_test_path,
     localize,
     observed_lines,
     raise_at,

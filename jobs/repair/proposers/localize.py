@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import tree_sitter as ts
 
+from indexing.files import is_test_path
 from jobs.repair.model import Failure, Frame
 from jobs.repair.proposers.mutations import message_call
 from jobs.repair.proposers.symbols import (
@@ -72,17 +73,6 @@ UNOBSERVED = 0.8
 
 Parse = Callable[[str], ParsedFile | None]
 """Path -> parsed file (None when unreadable or unsupported)."""
-
-_TEST_DIRS = frozenset({"test", "tests", "__tests__", "testing", "spec", "specs", "e2e"})
-_TEST_FILE = re.compile(
-    r"^(test_.*\.py|.*_test\.py|conftest\.py|.*_test\.go|.*\.(test|spec)\.[cm]?[jt]sx?|Test.*\.java|.*Tests?\.java)$"
-)
-
-
-def is_test_path(path: str) -> bool:
-    """True for test files and files under test directories (any supported language)."""
-    parts = path.split("/")
-    return bool(_TEST_FILE.match(parts[-1])) or any(p in _TEST_DIRS for p in parts[:-1])
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import structlog
 import tree_sitter as ts
 
+from indexing.files import is_test_path
 from jobs.repair.budget import Budget
 from jobs.repair.model import Edit, Failure, Proposal, Usage
 from jobs.repair.ports import ProposalRequest, SourceView
@@ -38,7 +39,6 @@ from jobs.repair.proposers.localize import (
     FRAME_DECAY,
     Suspect,
     failure_frames,
-    is_test_path,
     localize,
     raise_sites,
 )
