@@ -8,8 +8,9 @@ they are unit-testable without HTTP, a database or a broker.
 
 What handlers deliberately do *not* decide (it needs the GitHub API, which the request path never
 calls): the repository's ``.arcs.yml`` (watched branches, the trigger label), the retry cap on
-``arcs/*`` branches and the permission of a commenter. Handlers use the defaults (every branch,
-label ``arcs``) and mark what the worker must re-check; the worker refuses with a message.
+``arcs/*`` branches and the permission of a commenter. Handlers use the defaults (every branch)
+and enqueue every issue label (a repository may name its own); the worker re-checks: a label that
+is not the repository's returns silently, other refusals get a message.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from bot.settings import Settings
 from jobs.messages import ActorName, JobRequest
 
 DEFAULT_LABEL = "arcs"
-"""The issue label that asks ARCS for a fix (a repository's ``.arcs.yml`` may name another one;
-the worker re-checks it)."""
+"""The issue label that asks ARCS for a fix unless a repository's ``.arcs.yml`` names another one
+(the worker decides; the web side enqueues every label)."""
 
 ARCS_BRANCH_PREFIX = "arcs/"
 """Branches ARCS pushes its fixes to; CI failures there are retries, capped by the worker."""

@@ -80,12 +80,33 @@ class Settings(BaseModel):
     """Where this deployment is reachable (webhook URL, dashboard links, manifest flow)."""
     bot_login: str = "arcs[bot]"
     """The app's bot account, whose own comments are ignored."""
+    github_web_url: str = "https://github.com"
+    """Where users log in (OAuth ``/login/oauth/…``); GitHub Enterprise Server: ``https://HOST``."""
+    client_id: str | None = None
+    """The app's OAuth client id (dashboard login with GitHub); the manifest flow writes it."""
+    client_secret: SecretStr | None = None
+    """The app's OAuth client secret."""
+    session_secret: SecretStr | None = None
+    """Key that signs dashboard session cookies; unset: a random key per start (logins do not
+    survive a restart and several web processes cannot share sessions)."""
+    session_hours: float = 12.0
+    """How long a dashboard login lasts."""
+    metrics_token: SecretStr | None = None
+    """When set, ``/metrics`` wants ``Authorization: Bearer <token>``; unset, it is open (keep it
+    on an internal network: it carries no org or repo names)."""
+    setup_token: SecretStr | None = None
+    """One-time token the manifest flow (``/setup``) requires; ``arcs serve`` makes one and prints
+    it when the app is not configured yet."""
 
     # --- infrastructure ---------------------------------------------------------------------------
     broker_url: str | None = None
     """``redis://…`` (default broker), ``amqp://…`` (RabbitMQ) or unset/``stub://`` (in-process)."""
     database_url: str | None = None
     """SQLAlchemy URL; unset means SQLite under ``home/arcs.db``."""
+    broker_requeue_s: float = 120.0
+    """Redis broker: a message held by a worker that stopped heartbeating (killed, host lost) is
+    redelivered after this many seconds (5 s to 7 days; dramatiq's own default, a 60 s heartbeat
+    checked on 0.1% of broker commands, takes a quarter of an hour or more in practice)."""
 
     @field_validator("exclude", mode="before")
     @classmethod

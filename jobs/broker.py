@@ -9,10 +9,17 @@ lazily), and only the worker makes it global (:func:`install_global`).
 :func:`make_enqueuer` is what the web side gets: it sends each :class:`~jobs.messages.JobRequest`
 to its actor's queue (:data:`QUEUES`) with the log context in the message options, and its
 ``ping`` checks the broker connection.
+
+Crash recovery: a message is acknowledged only after its actor finished. With Redis, the
+messages a worker had fetched but not acknowledged come back once that worker has stopped
+heartbeating for ``ARCS_BROKER_REQUEUE_S`` (:func:`redis_recovery_options`); with RabbitMQ they
+come back as soon as the worker's connection drops (see :func:`make_broker`).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -41,6 +48,20 @@ each other (a worker can also be started for some queues only)."""
 REDIS_CONNECT_TIMEOUT_S = 5.0
 AMQP_CONNECT_TIMEOUT_S = 5.0
 
+MIN_REQUEUE_S = 5.0
+"""The shortest ``ARCS_BROKER_REQUEUE_S``. A live worker refreshes its heartbeat with every
+fetch, about once a second (its delay-queue consumers keep fetching while all threads are busy),
+so a deadline of a second or two could hand a busy worker's messages out twice after a stall."""
+MAX_REQUEUE_S = 7 * 24 * 3600.0
+FETCHES_PER_S = 1.0
+"""How often an idle dramatiq consumer polls its queue (its ``worker_timeout``, 1 s by default)."""
+MAINTENANCE_SHARE = 0.1
+"""dramatiq's Redis broker requeues a dead worker's messages during "maintenance", which runs
+on a random share of the commands sent for that queue. It is scaled so that, once the deadline
+has passed, maintenance comes on average within this fraction of the deadline."""
+DEFAULT_MAINTENANCE_CHANCE = 1000
+MAINTENANCE_SCALE = 1_000_000
+
 
 class BrokerUnavailable(ConnectionError):
     """The broker cannot be reached or did not accept a message (the web side answers 503)."""
@@ -64,12 +85,44 @@ def broker_kind(settings: Settings) -> str:
     )
 
 
+def redis_recovery_options(requeue_s: float) -> dict[str, int]:
+    """dramatiq ``RedisBroker`` options for redelivering a dead worker's messages after ``requeue_s``.
+
+    ``heartbeat_timeout`` (ms): how long a worker may go without heartbeating before its
+    unacknowledged messages are requeued (dramatiq's default is 60 s, but it checks so rarely
+    that in practice recovery takes much longer). ``maintenance_chance`` (per million
+    commands): raised so the check runs about every ``MAINTENANCE_SHARE * requeue_s`` seconds of
+    an idle consumer's polling, never below dramatiq's default. A :class:`ConfigError` names
+    ``ARCS_BROKER_REQUEUE_S`` when it is not a number of seconds in
+    [``MIN_REQUEUE_S``, ``MAX_REQUEUE_S``].
+    """
+    if not (math.isfinite(requeue_s) and MIN_REQUEUE_S <= requeue_s <= MAX_REQUEUE_S):
+        raise ConfigError(
+            f"ARCS_BROKER_REQUEUE_S must be between {MIN_REQUEUE_S:g} and {MAX_REQUEUE_S:g} seconds, "
+            f"got {requeue_s!r}"
+        )
+    commands_per_check = MAINTENANCE_SHARE * requeue_s * FETCHES_PER_S
+    chance = math.ceil(MAINTENANCE_SCALE / max(commands_per_check, 1.0))
+    return {
+        "heartbeat_timeout": round(requeue_s * 1000),
+        "maintenance_chance": min(MAINTENANCE_SCALE, max(DEFAULT_MAINTENANCE_CHANCE, chance)),
+    }
+
+
 def make_broker(
     settings: Settings, *, on_failure: Callable[[DroppedJob], None] | None = None
 ) -> dramatiq.Broker:
     """Build the broker ``settings.broker_url`` names, with ARCS's middleware; connects lazily.
 
     ``on_failure`` receives every message that is dropped (retries exhausted, too old).
+
+    Redis: a message a worker fetched and never acknowledged (the worker was SIGKILLed, its host
+    vanished) is redelivered ``settings.broker_requeue_s`` seconds after the worker's last
+    heartbeat (:func:`redis_recovery_options`). RabbitMQ needs no such tuning: unacknowledged
+    messages return to their queue as soon as the consumer's connection (or channel) closes,
+    which the server notices at once for a killed process and through the AMQP heartbeat for a
+    lost host. (RabbitMQ's own ``consumer_timeout``, 30 min by default, bounds how long a
+    delivery may stay unacknowledged: the server closes the channel and requeues it.)
     """
     kind = broker_kind(settings)
     url = (settings.broker_url or "").strip()
@@ -78,8 +131,9 @@ def make_broker(
         import redis
         from dramatiq.brokers.redis import RedisBroker
 
+        recovery = redis_recovery_options(settings.broker_requeue_s)
         pool = redis.ConnectionPool.from_url(url, socket_connect_timeout=REDIS_CONNECT_TIMEOUT_S)
-        broker = RedisBroker(connection_pool=pool)  # type: ignore[no-untyped-call]
+        broker = RedisBroker(connection_pool=pool, **recovery)  # type: ignore[no-untyped-call]
     elif kind == "rabbitmq":
         try:
             import pika  # type: ignore[import-untyped]
@@ -143,6 +197,19 @@ def ping_broker(broker: dramatiq.Broker) -> None:
         raise BrokerUnavailable(f"broker unreachable: {type(exc).__name__}: {exc}"[:300]) from exc
 
 
+def queue_depth(broker: dramatiq.Broker) -> int | None:
+    """Messages waiting in the broker's queues (ready, not held by a worker, not delayed), or
+    ``None`` when the broker offers no cheap count (RabbitMQ)."""
+    name = type(broker).__name__
+    b: Any = broker
+    ready = sorted(q for q in b.queues if not q.endswith(".DQ"))
+    if name == "RedisBroker":
+        return sum(int(b.client.llen(f"{b.namespace}:{q}")) for q in ready)
+    if name == "StubBroker":
+        return sum(int(b.queues[q].qsize()) for q in ready)
+    return None
+
+
 def make_message(job: JobRequest) -> dramatiq.Message[Any]:
     """The dramatiq message for ``job``: the job as the single argument, context in the options."""
     import dramatiq
@@ -176,6 +243,22 @@ class BrokerEnqueuer:
     def ping(self) -> None:
         """Return when the broker answers; raise :class:`BrokerUnavailable` otherwise."""
         ping_broker(self.broker)
+
+    def enqueue_later(self, job: JobRequest, delay: dt.timedelta) -> None:
+        """Send one job to be delivered after ``delay`` (dramatiq delays natively: Redis keeps it
+        in the delay queue; RabbitMQ in the consuming worker, unacknowledged, until it is due)."""
+        if job.actor not in QUEUES:
+            raise ValueError(f"no actor named {job.actor!r}")
+        try:
+            self.broker.enqueue(make_message(job), delay=max(0, int(delay.total_seconds() * 1000)))
+        except Exception as exc:
+            raise BrokerUnavailable(
+                f"could not enqueue {job.actor}: {type(exc).__name__}: {exc}"[:300]
+            ) from exc
+
+    def queue_depth(self) -> int | None:
+        """Messages waiting to be worked on (``None``: this broker cannot tell cheaply)."""
+        return queue_depth(self.broker)
 
     def close(self) -> None:
         """Close the broker's connections."""

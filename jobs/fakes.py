@@ -227,9 +227,13 @@ class FakeRepairService:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def run(self, request: RepairRequest) -> RepairOutcome:
-        """Record the request and answer."""
+        """Record the request and answer; like the loop, ask the request's interrupt first (a
+        reason -> verdict ``interrupted``, nothing spent)."""
         with self._lock:
             self.requests.append(request)
+        reason = request.interrupt.check() if request.interrupt is not None else None
+        if reason:
+            return RepairOutcome(verdict="interrupted", fixed=False, reason=reason, tier=self.outcome.tier)
         if self.behaviour is not None:
             return self.behaviour(request)
         return self.outcome

@@ -8,7 +8,9 @@ triages, repairs), write the trace to ``--trace-out`` or ``<traces_dir>/<id>.jso
 patch to the work tree only when asked.
 
 :func:`replay`: re-run a trace's loop with its recorded LLM responses and recorded retrieval
-(the frozen index snapshot) on the same base tree; report the first divergence, if any.
+(the frozen index snapshot) on the same base tree; report the first divergence, if any. A run that
+an interrupt stopped (``/arcs stop``, an admin's pause) is replayed with an interrupt that stops
+at the same check.
 
 Nothing here reads the environment: settings and the LLM configuration are passed in.
 """
@@ -29,7 +31,7 @@ from jobs.repair.budget import Budget
 from jobs.repair.edits import EditError, apply_edits
 from jobs.repair.llm import LLM
 from jobs.repair.loop import LoopConfig, RepairLoop, RepairResult
-from jobs.repair.ports import Clock, Proposer
+from jobs.repair.ports import Clock, Interrupt, Proposer
 from jobs.repair.proposers.replay import ReplayDivergence, ReplayLLM, load_records
 from jobs.repair.task import RepairTask, sanitize_untrusted
 from jobs.repair.tiers import TierRequest, TierUnavailable, resolve_tiers
@@ -172,10 +174,12 @@ def fix(
     llm: LLM | None = None,
     clock: Clock | None = None,
     progress: Progress | None = None,
+    interrupt: Interrupt | None = None,
 ) -> FixReport:
     """Repair the repository at ``request.repo`` (see the module docstring).
 
-    ``runner``/``llm``/``clock`` replace the real ports (tests). Raises :class:`UsageError` /
+    ``runner``/``llm``/``clock`` replace the real ports (tests); ``interrupt`` is asked before
+    reproduction and before every round (the pipeline's pause and ``/arcs stop``). Raises :class:`UsageError` /
     :class:`ConfigError` (exit 2) for bad input; everything that happens during the repair is in
     the result and the trace.
     """
@@ -245,6 +249,7 @@ def fix(
             clock or SystemClock(),
             llm=recording,
             config=config,
+            interrupt=interrupt,
         )
         notify(f"reproducing: {resolved.command}")
         result = loop.run(task, request.budget, request.tier)
@@ -355,7 +360,13 @@ def replay(
         if want and digest != want:
             return ReplayReport(recorded, None, Divergence("source", "tree digest", want[:16], digest[:16]))
         loop = RepairLoop(
-            retriever, proposer, workbench, clock or SystemClock(), llm=replay_llm, config=config
+            retriever,
+            proposer,
+            workbench,
+            clock or SystemClock(),
+            llm=replay_llm,
+            config=config,
+            interrupt=RecordedInterrupt.of(recorded),
         )
         notify(f"replaying {recorded.id or trace_path} ({len(records)} recorded model calls)")
         try:
@@ -374,6 +385,28 @@ def replay(
     if divergence is None and replay_llm is not None and not replay_llm.exhausted:
         divergence = Divergence("model calls", "count", str(len(records)), str(replay_llm.position))
     return ReplayReport(recorded, replayed, divergence)
+
+
+class RecordedInterrupt:
+    """Replays a recorded interrupt: answers the recorded reason at the recorded check."""
+
+    def __init__(self, at: int, reason: str) -> None:
+        self.at = at
+        self.reason = reason
+        self.checks = 0
+
+    @classmethod
+    def of(cls, trace: Trace) -> RecordedInterrupt | None:
+        """The interrupt of ``trace`` (None when nothing interrupted it)."""
+        record = trace.interrupt
+        if not record:
+            return None
+        return cls(int(record.get("check") or 1), str(record.get("reason") or "interrupted"))
+
+    def check(self) -> str | None:
+        """The recorded reason from the recorded check on."""
+        self.checks += 1
+        return self.reason if self.checks >= self.at else None
 
 
 def _restore_base(root: Path, files: dict[str, object]) -> None:
@@ -412,6 +445,7 @@ __all__ = [
     "FixReport",
     "FixRequest",
     "LLMConfig",
+    "RecordedInterrupt",
     "ReplayReport",
     "fix",
     "replay",

@@ -34,6 +34,27 @@ for CI, the default branch otherwise) and is enforced **before anything is clone
   ``refusal`` event and a message naming the limit and the numbers. A repair that would update an
   open ARCS pull request (a retry on, or ``/arcs revise`` of, an ARCS branch) opens nothing new and
   is not limited.
+
+The owner's **policy** (org admins edit it on the dashboard; :mod:`jobs.policy`) comes next, right
+before the repair would start:
+
+* paused (owner or repository): ``refused``, a ``refusal`` event, the message on the check run
+  (CI) or the status comment (issues, commands);
+* a monthly USD budget used up: the same, with the numbers;
+* quiet hours: the attempt goes back to ``queued`` and the job is re-sent with a delay until the
+  window ends (a ``notice`` event; the check run/status comment says when it will start). A window
+  that ends after the actor's ``max_age`` (counted from when the attempt was created) is refused
+  instead: the request would be stale;
+* ``max_prs_per_day`` of the policy and of ``.arcs.yml``: the stricter wins.
+
+Admission is one store transaction under a per-owner lock
+(:meth:`bot.store.store.Store.admit_repair`): the pull-request limits count the pull requests
+admitted repairs may still open, and USD is reserved (at most what every monthly cap still
+allows). The attempt's USD budget is lowered to the grant, so the loop's guard keeps the spend
+within the cap; when the repair ends its cost replaces the reservation (on an error the
+reservation is charged: the real spend is unknown). While the repair runs, a store-backed
+interrupt (:mod:`jobs.policy_interrupt`) stops it at its next round when the owner is paused or
+``/arcs stop`` asked it to stop.
 """
 
 from __future__ import annotations
@@ -57,9 +78,21 @@ from bot.github.git import check_branch
 from bot.github.repo_config import ArcsConfig, parse_arcs_config
 from bot.settings import Settings
 from bot.store.models import Attempt
-from bot.store.store import Store, utcnow
+from bot.store.store import PrLimits, Store, utcnow
 from jobs.logctx import set_outcome
-from jobs.messages import JobRequest
+from jobs.messages import ActorName, JobRequest
+from jobs.policy import (
+    Defer,
+    EffectivePolicy,
+    Refuse,
+    binding_cap,
+    budget_stop_reason,
+    budget_used_reason,
+    decide,
+    merge,
+    monthly_window,
+)
+from jobs.policy_interrupt import StoreInterrupt
 from jobs.ports import (
     WRITE_PERMISSIONS,
     GitHubGateway,
@@ -82,8 +115,8 @@ PUBLISH_STALE_AFTER = dt.timedelta(minutes=15)
 MAX_REASON_CHARS = 500
 PR_WINDOW = dt.timedelta(hours=24)
 """``max_prs_per_day`` counts the pull requests ARCS opened in this trailing window."""
-PR_SCAN_LIMIT = 1000
-"""How many of a repository's newest attempts are scanned for ARCS pull requests."""
+DEFER_MARGIN = dt.timedelta(minutes=10)
+"""A deferred job must start at least this long before its actor's ``max_age`` runs out."""
 
 WorkdirFactory = Callable[[], contextlib.AbstractContextManager[Path]]
 
@@ -103,6 +136,10 @@ class Deps:
     workdir: WorkdirFactory | None = None
     """An empty scratch folder per job (default: a temporary folder under ``ARCS_HOME/work``)."""
     clock: Callable[[], dt.datetime] = field(default=utcnow)
+    enqueue_later: Callable[[JobRequest, dt.timedelta], None] | None = None
+    """Sends a job that must not start before the delay (quiet hours). None: a
+    :class:`jobs.broker.BrokerEnqueuer` behind ``enqueue`` is used directly; else deferring is
+    impossible and the repair is refused."""
 
     def scratch(self) -> contextlib.AbstractContextManager[Path]:
         """A fresh, empty folder, removed afterwards."""
@@ -215,49 +252,50 @@ class PrCounts:
     """Opened in the last :data:`PR_WINDOW`."""
     open_now: int
     """Still open."""
+    pending: int = 0
+    """Admitted repairs that may still open one (running, or fixed and not published yet)."""
 
 
 def count_arcs_prs(store: Store, repo: str, now: dt.datetime) -> PrCounts:
-    """How many pull requests ARCS opened in ``repo`` in the last 24 hours, and how many are open.
-
-    Counted per pull request (several attempts may update the same one) over the newest
-    :data:`PR_SCAN_LIMIT` attempts of the repository.
-    """
-    since = now - PR_WINDOW
-    numbers: set[int] = set()
-    open_now: set[int] = set()
-    for attempt in store.attempts(repo=repo, limit=PR_SCAN_LIMIT):
-        if attempt.pr_number is None:
-            continue
-        numbers.add(attempt.pr_number)
-        if attempt.pr_state == "open":
-            open_now.add(attempt.pr_number)
-    opened_today = 0
-    for number in numbers:
-        pr = store.get_pr(repo, number)
-        if pr is not None and pr.created_at >= since:
-            opened_today += 1
-    return PrCounts(opened_today=opened_today, open_now=len(open_now))
+    """How many pull requests ARCS opened in ``repo`` in the last 24 hours, and how many are open
+    (COUNT queries over ``pull_requests``: one row per pull request, however many attempts
+    updated it)."""
+    tally = store.count_prs(repo, now - PR_WINDOW)
+    return PrCounts(opened_today=tally.opened_since, open_now=tally.open_now)
 
 
 def pr_limit_reached(
-    config: ArcsConfig, counts: PrCounts, repo: str
+    config: ArcsConfig, counts: PrCounts, repo: str, *, policy: EffectivePolicy | None = None
 ) -> tuple[payloads.RefusalKind, str, int, int] | None:
-    """``(refusal kind, message, count, limit)`` when a new pull request would break a limit."""
-    if counts.opened_today >= config.max_prs_per_day:
-        n, limit = counts.opened_today, config.max_prs_per_day
+    """``(refusal kind, message, count, limit)`` when a new pull request would break a limit.
+
+    ``max_prs_per_day`` is the policy's merged one (the stricter of the org admins' and
+    ``.arcs.yml``'s) when ``policy`` is given, else ``.arcs.yml``'s. Pull requests that admitted
+    repairs may still open (``counts.pending``) count against both limits.
+    """
+    per_day = config.max_prs_per_day
+    source = "from .arcs.yml max_prs_per_day"
+    if policy is not None and policy.max_prs_per_day is not None:
+        per_day = policy.max_prs_per_day
+        if policy.max_prs_source == "policy":
+            source = f"set by an org admin for {policy.owner}"
+    more = ""
+    if counts.pending:
+        more = f" and {counts.pending} more {'is' if counts.pending == 1 else 'are'} on the way"
+    if counts.opened_today + counts.pending >= per_day:
+        n = counts.opened_today + counts.pending
         return (
             "rate_limit",
-            f"ARCS has opened {n} pull requests in {repo} today (limit {limit} from .arcs.yml "
-            "max_prs_per_day); skipping this repair",
+            f"ARCS has opened {counts.opened_today} pull requests in {repo} today{more} (limit {per_day} "
+            f"{source}); skipping this repair",
             n,
-            limit,
+            per_day,
         )
-    if counts.open_now >= config.max_open_prs:
-        n, limit = counts.open_now, config.max_open_prs
+    if counts.open_now + counts.pending >= config.max_open_prs:
+        n, limit = counts.open_now + counts.pending, config.max_open_prs
         return (
             "open_prs",
-            f"ARCS has {n} pull requests open in {repo} (limit {limit} from .arcs.yml "
+            f"ARCS has {counts.open_now} pull requests open in {repo}{more} (limit {limit} from .arcs.yml "
             "max_open_prs); skipping this repair",
             n,
             limit,
@@ -281,6 +319,13 @@ class _Run:
         self.gh = gh
         self.attempt = attempt
         self.job = job
+        self.policy: EffectivePolicy | None = None
+        """The policy the repair was admitted under (set by :func:`_admit`)."""
+        self.committed: dict[str, float] = {}
+        """USD committed against each monthly cap when the repair was admitted."""
+        self.granted_usd: float | None = None
+        self.repairing = False
+        """The repair service was called (its spend, if it fails, is unknown)."""
 
     @property
     def repo(self) -> str:
@@ -401,6 +446,7 @@ class _Run:
     def fail(self, exc: BaseException) -> None:
         what = f"{type(exc).__name__}: {exc}"
         log.error("attempt.error", error=_one_line(what, 300), exc_info=isinstance(exc, Exception))
+        self.release_reservation()
         self.update(status="error", reason=_one_line(what), finished_at=self.deps.clock())
         self.event("error", what)
         # The user sees the kind of failure, not its text (it may name internal hosts or paths).
@@ -412,6 +458,18 @@ class _Run:
             conclusion="neutral",
         )
         set_outcome("error")
+
+    def release_reservation(self) -> None:
+        """Drop the attempt's USD reservation after an error. When the repair service had been
+        called its spend is unknown: the reservation is charged (the safe bound for the monthly
+        budget); before that nothing was spent."""
+        try:
+            attempt = self.deps.store.get_attempt(self.attempt.id)
+            held = attempt.reserved_usd if attempt is not None else None
+            if held is not None:
+                self.deps.store.release_usd(self.attempt.id, cost_usd=held if self.repairing else None)
+        except Exception as exc:  # the original error matters more; the reservation expires anyway
+            log.error("attempt.release_failed", error=f"{type(exc).__name__}: {exc}"[:300])
 
     def guard(self) -> _Guard:
         """Turn any exception into status ``error`` and a message; interrupts are re-raised."""
@@ -494,21 +552,132 @@ def _updates_open_pr(store: Store, repo: str, branch: str) -> bool:
     return any(a.pr_state == "open" for a in store.attempts(repo=repo, branch=branch, limit=50))
 
 
-def _over_pr_limits(
-    run: _Run, config: ArcsConfig, branch: str, *, head_sha: str | None = None, comment: bool = True
+def _attempt_usd(config: ArcsConfig, fields: Mapping[str, Any]) -> float:
+    """The attempt's own USD budget: the command's ``budget_usd``, else ``.arcs.yml``'s, else ARCS'."""
+    from jobs.repair.budget import Budget
+
+    asked = fields.get("budget_usd")
+    return float(asked) if asked is not None else config.budget.apply(Budget()).usd
+
+
+def _admit(
+    run: _Run,
+    config: ArcsConfig,
+    branch: str,
+    fields: dict[str, Any],
+    *,
+    head_sha: str | None = None,
+    comment: bool = True,
 ) -> str | None:
-    """``refused`` (message, ``refusal`` event) when a new pull request would break
-    ``max_prs_per_day`` or ``max_open_prs``; None when the repair may go on."""
-    store = run.deps.store
-    if _updates_open_pr(store, run.repo, branch):
-        return None
-    counts = count_arcs_prs(store, run.repo, run.deps.clock())
-    reached = pr_limit_reached(config, counts, run.repo)
-    if reached is None:
-        return None
+    """The owner's policy and the pull-request limits, right before the repair starts.
+
+    Returns the attempt's final status (refused, or ``deferred`` for quiet hours) or None when
+    the repair may go on; then ``fields["usd_cap"]`` holds the USD the monthly caps granted
+    (reserved in the store) when a cap applies. ``head_sha``: say it on a check run (CI);
+    ``comment``: say it in the status comment.
+    """
+    deps = run.deps
+    store = deps.store
+    now = deps.clock()
+    owner = run.attempt.owner or run.repo.split("/", 1)[0]
+    owner_row, repo_row = store.policy_rows(owner, run.repo)
+    policy = merge(owner, run.repo, owner_row, repo_row, config_max_prs_per_day=config.max_prs_per_day)
+    since, _ = monthly_window(now, policy.tz)
+    committed = {cap.name: store.usd_committed(owner, since, repo=cap.repo) for cap in policy.caps}
+    decision = decide(policy, now, committed)
+    if isinstance(decision, Refuse):
+        return _policy_refusal(run, decision, head_sha=head_sha, comment=comment)
+    if isinstance(decision, Defer):
+        return _defer(run, decision, policy, head_sha=head_sha, comment=comment)
+    limits = None
+    if not _updates_open_pr(store, run.repo, branch):
+        limits = PrLimits(since=now - PR_WINDOW, per_day=policy.max_prs_per_day, open=config.max_open_prs)
+    admission = store.admit_repair(
+        run.attempt.id,
+        owner,
+        run.repo,
+        want_usd=_attempt_usd(config, fields),
+        caps={cap.repo: cap.limit_usd for cap in policy.caps},
+        since=since,
+        pr_limits=limits,
+    )
+    if admission.refused is not None:
+        prs = admission.prs
+        counts = PrCounts(prs.opened_since, prs.open_now, prs.pending) if prs else PrCounts(0, 0)
+        reached = pr_limit_reached(config, counts, run.repo, policy=policy) or (
+            "rate_limit" if admission.refused == "max_prs_per_day" else "open_prs",
+            f"ARCS has reached {admission.refused} in {run.repo}; skipping this repair",
+            counts.opened_today + counts.pending,
+            policy.max_prs_per_day or 0,
+        )
+        return _pr_refusal(run, reached, policy, head_sha=head_sha, comment=comment)
+    if policy.caps and admission.granted_usd <= 0:
+        # Another repair took what was left between the decision and the reservation.
+        committed = {cap.name: store.usd_committed(owner, since, repo=cap.repo) for cap in policy.caps}
+        bound = binding_cap(policy.caps, committed)
+        assert bound is not None
+        cap, used = bound
+        refusal = Refuse(
+            budget_used_reason(cap, used),
+            "monthly_usd",
+            {"scope": cap.scope, "limit": cap.limit_usd, "committed": round(used, 6)},
+        )
+        return _policy_refusal(run, refusal, head_sha=head_sha, comment=comment)
+    run.policy, run.committed, run.granted_usd = policy, committed, admission.granted_usd
+    if policy.caps:
+        fields["usd_cap"] = admission.granted_usd
+    return None
+
+
+_POLICY_HINTS: Mapping[str, str] = {
+    "paused": "An org admin can resume ARCS on the ARCS dashboard.",
+    "monthly_usd": "The budget starts over next month; an org admin can raise it on the ARCS dashboard.",
+    "quiet_hours": "Ask again with `/arcs fix` once the quiet hours are over.",
+}
+_POLICY_TITLES: Mapping[str, str] = {
+    "paused": "Skipped: ARCS is paused",
+    "monthly_usd": "Skipped: monthly budget used",
+    "quiet_hours": "Skipped: quiet hours",
+}
+
+
+def _policy_refusal(run: _Run, refusal: Refuse, *, head_sha: str | None, comment: bool) -> str:
+    """``refused`` for the owner's policy: a ``refusal`` event, the check run (CI) and/or the
+    status comment say why and what can be done."""
+    text = f"{refusal.reason}. {_POLICY_HINTS.get(refusal.policy, '')}".strip()
+    if head_sha is not None:
+        run.open_check_run(head_sha)
+    return run.finish(
+        "refused",
+        refusal.reason,
+        title="ARCS did not run",
+        body=text,
+        conclusion="skipped",
+        event="refusal",
+        event_data={"policy": refusal.policy, **refusal.data},
+        comment=comment,
+        check={"title": _POLICY_TITLES.get(refusal.policy, "Skipped"), "summary": text},
+        comment_body=text,
+    )
+
+
+def _pr_refusal(
+    run: _Run,
+    reached: tuple[payloads.RefusalKind, str, int, int],
+    policy: EffectivePolicy,
+    *,
+    head_sha: str | None,
+    comment: bool,
+) -> str:
     kind, message, count, limit = reached
-    policy = "max_prs_per_day" if kind == "rate_limit" else "max_open_prs"
-    text = payloads.refusal_comment(kind, message + ".")
+    name = "max_prs_per_day" if kind == "rate_limit" else "max_open_prs"
+    if kind == "rate_limit" and policy.max_prs_source == "policy":
+        text = (
+            f"ARCS has reached the number of pull requests a day an org admin allows for "
+            f"{policy.owner}.\n\n{message}."
+        )
+    else:
+        text = payloads.refusal_comment(kind, message + ".")
     if head_sha is not None:
         run.open_check_run(head_sha)
     return run.finish(
@@ -518,11 +687,81 @@ def _over_pr_limits(
         body=text,
         conclusion="skipped",
         event="refusal",
-        event_data={"policy": policy, "count": count, "limit": limit},
+        event_data={"policy": name, "count": count, "limit": limit},
         comment=comment,
-        check={"title": f"Skipped: {policy} reached", "summary": text},
+        check={"title": f"Skipped: {name} reached", "summary": text},
         comment_body=text,
     )
+
+
+def _max_age(actor: ActorName) -> dt.timedelta:
+    """The actor's ``max_age``: how old a message may be when it starts."""
+    from jobs.actors import ACTOR_OPTIONS
+
+    return dt.timedelta(milliseconds=ACTOR_OPTIONS[actor].max_age)
+
+
+def _delayed_enqueuer(deps: Deps) -> Callable[[JobRequest, dt.timedelta], None] | None:
+    """``deps.enqueue_later``, else the ``enqueue_later`` of the enqueuer behind ``deps.enqueue``
+    (:class:`jobs.broker.BrokerEnqueuer`), else None."""
+    if deps.enqueue_later is not None:
+        return deps.enqueue_later
+    # The broker enqueuer behind ``deps.enqueue`` can delay natively.
+    later = getattr(getattr(deps.enqueue, "__self__", None), "enqueue_later", None)
+    return later if callable(later) else None
+
+
+def _defer(
+    run: _Run, decision: Defer, policy: EffectivePolicy, *, head_sha: str | None, comment: bool
+) -> str:
+    """Quiet hours: back to ``queued``, the same job again once they end (a ``notice`` event and
+    a word on the check run/status comment). Refused when it would start too late to run."""
+    deps = run.deps
+    now = deps.clock()
+    until = decision.until
+    at = f"{until:%H:%M} {policy.tz_name}"
+    max_age = _max_age(run.job.actor)
+    if until - run.attempt.created_at + DEFER_MARGIN > max_age:
+        hours = max_age.total_seconds() / 3600
+        refusal = Refuse(
+            f"{decision.reason}; they end at {at}, after this request expires "
+            f"({hours:g} h after it was made)",
+            "quiet_hours",
+            {"until": until.isoformat()},
+        )
+        return _policy_refusal(run, refusal, head_sha=head_sha, comment=comment)
+    later = _delayed_enqueuer(deps)
+    if later is None:
+        refusal = Refuse(
+            f"{decision.reason}; this ARCS deployment cannot postpone a repair until {at}",
+            "quiet_hours",
+            {"until": until.isoformat()},
+        )
+        return _policy_refusal(run, refusal, head_sha=head_sha, comment=comment)
+    run.attempt = deps.store.defer_attempt(run.attempt.id)
+    run.event(
+        "notice", f"deferred until {at}: {decision.reason}", policy="quiet_hours", until=until.isoformat()
+    )
+    text = f"⏸️ ARCS will start this repair at {at} ({decision.reason})."
+    if head_sha is not None:
+        run.open_check_run(head_sha)
+    run.tell(
+        f"Waiting for quiet hours to end ({at})",
+        text,
+        conclusion=None,
+        comment=comment,
+        check={"title": f"Waiting for quiet hours to end ({at})", "summary": text},
+        comment_body=text,
+    )
+    job = run.job
+    args = {**job.args, "deferred_attempt": run.attempt.id, "deferred_until": until.isoformat()}
+    later(
+        JobRequest(job.actor, args, context=dict(job.context), idempotency_key=run.attempt.idempotency_key),
+        max(dt.timedelta(0), until - now),
+    )
+    set_outcome("deferred", until=until.isoformat())
+    log.info("attempt.deferred", until=until.isoformat(), reason=decision.reason)
+    return "deferred"
 
 
 def _open_run(deps: Deps, attempt: Attempt, job: JobRequest) -> _Run | None:
@@ -560,6 +799,17 @@ def _claim(
     bind_contextvars(attempt_id=str(attempt.id))
     if created:
         return attempt, True
+    deferred = _int(args.get("deferred_attempt"))
+    # The delayed message of an attempt that waited for quiet hours to end: exactly one
+    # delivery of it takes the attempt over (a stopped attempt is no longer queued).
+    if (
+        deferred == attempt.id
+        and attempt.status == "queued"
+        and deps.store.take_deferred(attempt.id, message_id)
+    ):
+        log.info("attempt.resume_deferred", until=args.get("deferred_until"))
+        refreshed = deps.store.get_attempt(attempt.id)
+        return (refreshed or attempt), True
     same_message = message_id is not None and attempt.message_id == message_id
     if same_message and attempt.status in ("queued", "running"):
         # Our own message again (a retry, or a redelivery after a crash): resume.
@@ -596,6 +846,7 @@ def _enqueue_publish(deps: Deps, job: JobRequest, attempt: Attempt) -> None:
 def _repair(run: _Run, request_fields: Mapping[str, Any], *, kind: str, head_sha: str) -> str:
     """Check out ``head_sha``, run the repair service, record the outcome, queue publishing."""
     deps = run.deps
+    interrupt = StoreInterrupt(deps.store, run.attempt.id, run.attempt.owner, run.repo)
     with deps.scratch() as scratch:
         workdir = scratch / "repo"
         workdir.mkdir()
@@ -607,10 +858,43 @@ def _repair(run: _Run, request_fields: Mapping[str, Any], *, kind: str, head_sha
             head_sha=head_sha,
             attempt_id=run.attempt.id,
             trace_dir=deps.settings.traces_dir,
+            interrupt=interrupt,
             **request_fields,
         )
+        run.repairing = True  # from here on an error is charged its reservation (see _Run.fail)
         outcome = deps.repair.run(request)
     return _record_outcome(run, outcome)
+
+
+def _policy_budget_stop(run: _Run, outcome: RepairOutcome) -> str | None:
+    """``stopped at octo's monthly budget: …`` when the owner's (or repository's) monthly cap,
+    not the attempt's own budget, was the limit the repair ran into; else None."""
+    if outcome.verdict != "budget_exhausted" or outcome.stopped_by != "usd" or not outcome.usd_capped:
+        return None
+    if run.policy is None or run.granted_usd is None:
+        return None
+    bound = binding_cap(run.policy.caps, run.committed)
+    if bound is None:
+        return None
+    return budget_stop_reason(bound[0], run.granted_usd, outcome.cost_usd)
+
+
+def _stopped(run: _Run, outcome: RepairOutcome, common: Mapping[str, Any], spend: str) -> str:
+    """An interrupted repair (``/arcs stop``, a pause): ``skipped``, a ``notice``, and the
+    check run/status comment say who or what stopped it."""
+    reason = outcome.reason or "stopped"
+    run.update(**common)
+    body = f"Attempt #{run.attempt.id} stopped: {reason}. Nothing was changed in the repository ({spend})."
+    return run.finish(
+        "skipped",
+        f"interrupted: {reason}",
+        title="ARCS stopped",
+        body=body,
+        conclusion="cancelled",
+        event="notice",
+        event_data={"policy": "interrupted"},
+        check={"title": _one_line(f"Stopped: {reason}", 200), "summary": body},
+    )
 
 
 def _record_outcome(run: _Run, outcome: RepairOutcome) -> str:
@@ -623,6 +907,7 @@ def _record_outcome(run: _Run, outcome: RepairOutcome) -> str:
         "trace_path": outcome.trace_path,
         "trace": dict(outcome.trace_summary) or None,
         "explanation": outcome.explanation or None,
+        "reserved_usd": None,  # the cost replaces the reservation
     }
     spend = f"tier {outcome.tier or '?'}, {outcome.rounds} round(s), ${outcome.cost_usd:.2f}"
     if outcome.fixed and outcome.files:
@@ -644,9 +929,14 @@ def _record_outcome(run: _Run, outcome: RepairOutcome) -> str:
         set_outcome("fixed")
         log.info("attempt.finish", status="fixed", verdict=outcome.verdict)
         return "fixed"
+    if outcome.verdict == "interrupted":
+        return _stopped(run, outcome, common, spend)
     reason = outcome.reason or outcome.verdict
     if outcome.fixed:
         reason = f"the repair reported a fix but changed no file ({reason})"
+    capped = _policy_budget_stop(run, outcome)
+    if capped is not None:
+        reason = f"{capped} ({reason})"
     run.update(**common)
     summary = repair_summary(run.attempt, fixed=False, reason=reason)
     return run.finish(
@@ -767,7 +1057,7 @@ def repair_ci_failure(deps: Deps, job: JobRequest, *, message_id: str | None = N
                 "test_ids": tuple(report.test_ids),
                 "test_command": report.step.command if report.step and not report.step.uses else None,
             }
-        limited = _over_pr_limits(run, config, branch, head_sha=head_sha, comment=False)
+        limited = _admit(run, config, branch, fields, head_sha=head_sha, comment=False)
         if limited is not None:
             return limited
         run.open_check_run(head_sha)
@@ -792,23 +1082,32 @@ def repair_issue(deps: Deps, job: JobRequest, *, message_id: str | None = None) 
         return "error"
     with _closing(run.gh), run.guard():
         run.start()
+        # The web side enqueues every label (only .arcs.yml knows which one asks ARCS): a label
+        # that is not the repository's ARCS label ends here, silently (no comment, no event),
+        # before anyone's permission is checked.
+        added = str(args.get("label") or DEFAULT_LABEL)
+        is_default = added.casefold() == DEFAULT_LABEL.casefold()
+        try:
+            head = run.gh.get_branch_head(repo, None)
+            loaded: ArcsConfig | None = _load_config(run.gh, repo, head.sha)
+        except ConfigError:
+            loaded = None  # malformed: only the default label gets the error message below
+        except Exception as exc:
+            if is_default:
+                raise
+            return _not_our_label(run, added, f"could not read .arcs.yml: {type(exc).__name__}")
+        wanted = loaded.label if loaded is not None else DEFAULT_LABEL
+        if added.casefold() != wanted.casefold():
+            return _not_our_label(run, added, f"this repository's ARCS label is {wanted!r}")
         refused = _check_permission(run, sender)
         if refused is not None:
             return refused
-        head = run.gh.get_branch_head(repo, None)
-        config = _read_config(run, head.sha)
+        config = loaded if loaded is not None else _read_config(run, head.sha)
         if isinstance(config, str):
             return config
         off = _trigger_off(run, config, "issues", reply=False)
         if off is not None:
             return off
-        label = config.label
-        if str(args.get("label") or DEFAULT_LABEL).casefold() != label.casefold():
-            return run.refuse(
-                f"label {args.get('label')!r} is not this repository's ARCS label {label!r}",
-                f"This repository asks for fixes with the label `{label}` (see `.arcs.yml`); "
-                f"add that label instead to have ARCS work on this issue.",
-            )
         issue = run.gh.get_issue(repo, number)
         if issue.state != "open":
             return run.finish(
@@ -820,7 +1119,8 @@ def repair_issue(deps: Deps, job: JobRequest, *, message_id: str | None = None) 
             )
         branch = branch_name("issue", str(number))
         run.update(head_sha=head.sha, base_branch=head.name, branch=branch)
-        limited = _over_pr_limits(run, config, branch)
+        fields: dict[str, Any] = {"issue_title": issue.title, "issue_body": issue.body}
+        limited = _admit(run, config, branch, fields)
         if limited is not None:
             return limited
         run.tell(
@@ -828,13 +1128,20 @@ def repair_issue(deps: Deps, job: JobRequest, *, message_id: str | None = None) 
             f"Attempt #{run.attempt.id}: reproducing the issue on `{head.name}` and searching for a fix.",
             conclusion=None,
         )
-        return _repair(
-            run,
-            {"issue_title": issue.title, "issue_body": issue.body},
-            kind="issue",
-            head_sha=head.sha,
-        )
+        return _repair(run, fields, kind="issue", head_sha=head.sha)
     return str(run.attempt.status)
+
+
+def _not_our_label(run: _Run, label: str, why: str) -> str:
+    """``skipped`` without a word on GitHub and without an event: most labels are not for ARCS."""
+    return run.finish(
+        "skipped",
+        f"label {label!r} is not for ARCS: {why}",
+        title="",
+        body="",
+        conclusion=None,
+        comment=False,
+    )
 
 
 def _check_permission(run: _Run, user: str) -> str | None:
@@ -928,7 +1235,7 @@ def handle_command(deps: Deps, job: JobRequest, *, message_id: str | None = None
             else:
                 branch, base = branch_name("fix", pr.head_branch), pr.head_branch
             run.update(head_sha=pr.head_sha, head_branch=pr.head_branch, base_branch=base, branch=branch)
-            limited = _over_pr_limits(run, config, branch)
+            limited = _admit(run, config, branch, fields)
             if limited is not None:
                 return limited
             run.open_check_run(pr.head_sha)
@@ -942,7 +1249,7 @@ def handle_command(deps: Deps, job: JobRequest, *, message_id: str | None = None
         head = run.gh.get_branch_head(repo, None)
         branch = branch_name("issue", str(number))
         run.update(head_sha=head.sha, base_branch=head.name, branch=branch)
-        limited = _over_pr_limits(run, config, branch)
+        limited = _admit(run, config, branch, fields)
         if limited is not None:
             return limited
         run.tell(
@@ -965,23 +1272,37 @@ def _react(run: _Run, comment_id: int | None, content: str) -> None:
 
 
 def _stop(run: _Run, number: int, author: str) -> str:
-    """Cancel the queued attempts on this issue/PR; running ones finish their current step."""
+    """Cancel the queued attempts on this issue/PR (also those waiting for quiet hours) and ask
+    the running ones to stop: their loop checks before every round, stops with verdict
+    ``interrupted`` and their status comment says who stopped them."""
     store = run.deps.store
+    now = run.deps.clock()
+    why = f"stopped by @{author}"
     waiting = store.attempts(repo=run.repo, issue_number=number, statuses=("queued",))
     stopped = [a for a in waiting if a.id != run.attempt.id]
     for other in stopped:
         store.update_attempt(
-            other.id, status="skipped", reason=f"stopped by @{author}", finished_at=run.deps.clock()
+            other.id,
+            status="skipped",
+            reason=why,
+            finished_at=now,
+            cancel_requested_at=now,
+            cancel_reason=why,
         )
     running = [
         a
         for a in store.attempts(repo=run.repo, issue_number=number, statuses=("running",))
         if a.id != run.attempt.id
     ]
+    for other in running:
+        if other.cancel_requested_at is None:
+            store.update_attempt(other.id, cancel_requested_at=now, cancel_reason=why)
     parts = [f"Cancelled {len(stopped)} queued attempt(s)."]
     if running:
         ids = ", ".join(f"#{a.id}" for a in running)
-        parts.append(f"Attempt(s) {ids} already running cannot be interrupted and will finish on their own.")
+        parts.append(
+            f"Asked attempt(s) {ids} to stop before their next round; their status will say when they stopped."
+        )
     if not stopped and not running:
         parts = ["Nothing to stop: no ARCS attempt is queued or running here."]
     return run.finish(

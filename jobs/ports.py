@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from jobs.repair.ports import Interrupt
 from runners.config import RepoConfig
 
 Permission = Literal["admin", "maintain", "write", "triage", "read", "none"]
@@ -168,6 +169,11 @@ class RepairRequest:
     tier: str = "auto"
     budget_usd: float | None = None
     iterations: int | None = None
+    usd_cap: float | None = None
+    """What the owner's monthly budget granted this attempt (reserved in the store): the USD
+    budget of the loop is at most this, whatever ``.arcs.yml`` or the command asked for."""
+    interrupt: Interrupt | None = field(default=None, compare=False, repr=False)
+    """Asked by the loop before reproduction and every round (pause, ``/arcs stop``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +195,13 @@ class RepairOutcome:
     cost_usd: float = 0.0
     trace_path: str | None = None
     trace_summary: Mapping[str, Any] = field(default_factory=dict)
+    budget_usd: float | None = None
+    """The USD bound the loop ran under (None: not reported)."""
+    usd_capped: bool = False
+    """``RepairRequest.usd_cap`` lowered the attempt's own USD budget."""
+    stopped_by: str = ""
+    """What ended the search without a fix: a budget dimension (``usd``, ``tokens``, …),
+    ``rounds``, ``candidates`` or ''."""
 
 
 class RepairService(Protocol):

@@ -8,7 +8,9 @@ maps the :class:`jobs.fix.FixReport` onto a :class:`jobs.ports.RepairOutcome`.
   ``0`` (templates) when no Anthropic key is configured, so a deployment without a model still
   repairs what the templates can.
 - Budget: ARCS' defaults, then ``.arcs.yml`` ``budget``, then the request (``budget_usd``,
-  ``iterations``).
+  ``iterations``); finally the USD dimension is lowered to ``usd_cap``, what the owner's monthly
+  budget granted (the loop's LLM guard then keeps the spend within it).
+- Interrupt: the request's (pause, ``/arcs stop``) is handed to the loop.
 - Toolchains: the worker's own Python environment is exposed read-only in the sandbox (as
   ``arcs fix`` does), so a Python repository's tests run with the worker's interpreter.
 - Files: the fix is applied to the (throw-away) checkout, and the new text of every touched file
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -127,7 +129,14 @@ class FixRepairService:
         return config.tier if tier == "auto" else tier
 
     def budget_for(self, request: RepairRequest, config: ArcsConfig) -> Budget:
-        """ARCS' default budget, ``.arcs.yml``'s overrides, then the request's."""
+        """ARCS' default budget, ``.arcs.yml``'s overrides, the request's, then ``usd_cap``."""
+        budget = self.own_budget(request, config)
+        if request.usd_cap is not None and request.usd_cap < budget.usd:
+            return budget.with_(usd=max(0.0, float(request.usd_cap)))
+        return budget
+
+    def own_budget(self, request: RepairRequest, config: ArcsConfig) -> Budget:
+        """ARCS' default budget, ``.arcs.yml``'s overrides, then the request's (no policy cap)."""
         from jobs.repair.budget import Budget
 
         budget = config.budget.apply(Budget())
@@ -177,12 +186,14 @@ class FixRepairService:
 
         fixer: Fixer = self.fixer or fix
         fix_request = self.fix_request(request)
+        own_usd = self.own_budget(request, _read_arcs_config(request.workdir)).usd
         log.info(
             "repair.start",
             kind=request.kind,
             tier=fix_request.tier,
             targets=len(request.test_ids),
             failure_class=request.failure_class,
+            usd=fix_request.budget.usd,
         )
         report = fixer(
             self.settings,
@@ -191,8 +202,10 @@ class FixRepairService:
             llm=self.llm,
             clock=self.clock,
             progress=lambda message: log.info("repair.progress", message=message[:300]),
+            interrupt=request.interrupt,
         )
         outcome = outcome_from_report(report, request)
+        outcome = replace(outcome, usd_capped=fix_request.budget.usd < own_usd)
         log.info("repair.done", verdict=outcome.verdict, fixed=outcome.fixed, files=len(outcome.files))
         return outcome
 
@@ -228,6 +241,7 @@ def outcome_from_report(report: FixReport, request: RepairRequest) -> RepairOutc
         "candidates": result.candidates,
         "tiers": list(result.tiers),
         "notices": list(result.notices),
+        "interrupt": dict(result.trace.interrupt) or None,
         "failure_class": request.failure_class,
         "failure_log": (request.failure_log or "")[:MAX_FAILURE_LOG_CHARS] or None,
     }
@@ -244,6 +258,8 @@ def outcome_from_report(report: FixReport, request: RepairRequest) -> RepairOutc
         cost_usd=float(result.spend.usd),
         trace_path=str(report.trace_path),
         trace_summary=summary,
+        budget_usd=float(result.budget.usd),
+        stopped_by=result.stopped_by,
     )
 
 

@@ -78,12 +78,14 @@ def default_wiring(settings: Settings, broker: dramatiq.Broker) -> DepsFactory:
     from jobs.repair_service import FixRepairService, RepoIndexService
 
     store = open_store(settings)
+    enqueuer = BrokerEnqueuer(broker)
     deps = Deps(
         settings=settings,
         store=store,
         github=_github_factory(settings),
         repair=FixRepairService(settings),
-        enqueue=BrokerEnqueuer(broker).enqueue,
+        enqueue=enqueuer.enqueue,
+        enqueue_later=enqueuer.enqueue_later,
         index=RepoIndexService(settings),
     )
     return lambda: deps

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import os
 import subprocess
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
 import structlog
+from sqlalchemy import create_engine, text
 
 from bot.settings import Settings, load_settings
 
 pytest_plugins = ["tests.fakes.github_fixtures"]
+
+PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+CreateDb = Callable[[], str]
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "ARCS Test",
@@ -89,3 +94,41 @@ def _reset_structlog() -> Iterator[None]:
     # pytest closes that stream afterwards, so later tests must not inherit the configuration.
     yield
     structlog.reset_defaults()
+
+
+# --- the real PostgreSQL server (127.0.0.1:5432, trust) ---------------------------------------
+
+
+def _pg_unreachable() -> str | None:
+    engine = create_engine(PG_ADMIN_URL, connect_args={"connect_timeout": 3})
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except Exception as exc:
+        return " ".join(str(exc).split())[:200]
+    finally:
+        engine.dispose()
+    return None
+
+
+@pytest.fixture(scope="session")
+def pg_create_db() -> Iterator[CreateDb]:
+    """Creates throwaway databases on the local server; drops them all at the end."""
+    reason = _pg_unreachable()
+    if reason is not None:
+        pytest.skip(f"PostgreSQL on 127.0.0.1:5432 is unreachable ({reason})")
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    created: list[str] = []
+
+    def create() -> str:
+        name = f"arcs_test_{uuid.uuid4().hex[:12]}"
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        created.append(name)
+        return f"postgresql://postgres@127.0.0.1:5432/{name}"
+
+    yield create
+    with admin.connect() as conn:
+        for name in created:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()

@@ -6,18 +6,24 @@ starts on a bare machine: SQLite under ``ARCS_HOME`` and the in-process broker.
 
 Credentials written by the manifest flow (``$ARCS_HOME/secrets.env``) are read here, at the
 edge, for variables the environment does not already set.
+
+While no GitHub App is configured (no ``ARCS_APP_ID``, no ``secrets.env``), the manifest flow
+(``/setup``) is locked by a one-time token: ``ARCS_SETUP_TOKEN`` if set, else a random one made
+at each start. It goes to the workers (their settings, and ``ARCS_SETUP_TOKEN`` in the
+environment they inherit) and the setup link is printed once on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 
 from bot.cli.app import Context
 from bot.errors import ConfigError, UsageError
@@ -89,6 +95,39 @@ def effective_settings(settings: Settings, environ: Mapping[str, str]) -> Settin
         raise ConfigError(f"{path}: {exc.errors()[0]['msg']}") from exc
 
 
+def new_setup_token() -> str:
+    """A random setup token (256 bits, URL-safe)."""
+    return secrets.token_urlsafe(32)
+
+
+def with_setup_token(
+    settings: Settings, *, make_token: Callable[[], str] = new_setup_token
+) -> tuple[Settings, str | None]:
+    """``settings`` with the token that unlocks ``/setup``, and the setup link to print.
+
+    Only while no app is configured: then the token is ``ARCS_SETUP_TOKEN`` if set (at least
+    ``MIN_SETUP_TOKEN_CHARS`` long, else :class:`ConfigError`), else a fresh ``make_token()``.
+    Once configured: ``(settings, None)`` (the flow refuses anyway).
+    """
+    from bot.web.setup import MIN_SETUP_TOKEN_CHARS, is_configured, setup_token_of, setup_url
+
+    if is_configured(settings):
+        return settings, None
+    token = setup_token_of(settings)
+    if token is None:
+        token = make_token()
+        settings = settings.model_copy(update={"setup_token": SecretStr(token)})
+    elif len(token) < MIN_SETUP_TOKEN_CHARS:
+        raise ConfigError(f"ARCS_SETUP_TOKEN must be at least {MIN_SETUP_TOKEN_CHARS} characters")
+    return settings, setup_url(settings, token)
+
+
+def share_setup_token(settings: Settings, environ: MutableMapping[str, str]) -> None:
+    """Put ``settings.setup_token`` in ``environ`` as ``ARCS_SETUP_TOKEN`` (for forked workers)."""
+    if settings.setup_token is not None:
+        environ["ARCS_SETUP_TOKEN"] = settings.setup_token.get_secret_value()
+
+
 def gunicorn_options(host: str, port: int, workers: int) -> dict[str, Any]:
     """The gunicorn settings ``arcs serve`` uses (``deploy/gunicorn.conf.py`` mirrors them)."""
     if not 0 <= port <= 65535:
@@ -114,7 +153,7 @@ def gunicorn_options(host: str, port: int, workers: int) -> dict[str, Any]:
 def run_serve(args: argparse.Namespace, ctx: Context) -> int:
     """Run gunicorn until it is stopped; the exit code is gunicorn's."""
     options = gunicorn_options(args.host, args.port, args.workers)
-    settings = effective_settings(ctx.settings, os.environ)
+    settings, link = with_setup_token(effective_settings(ctx.settings, os.environ))
     try:
         from gunicorn.app.base import BaseApplication  # type: ignore[import-untyped]
     except ImportError as exc:  # pragma: no cover - a dependency of the package
@@ -134,6 +173,11 @@ def run_serve(args: argparse.Namespace, ctx: Context) -> int:
             return create_app(settings)
 
     ctx.out.info(f"arcs serve: http://{options['bind'][0]} ({args.workers} worker(s))")
+    if link is not None:
+        # The workers get the settings object after the fork; the environment is for anything
+        # that re-reads settings from it (a re-executed gunicorn, bot.web.asgi).
+        share_setup_token(settings, os.environ)
+        ctx.out.info(f"arcs serve: no GitHub App is configured yet; create it at {link}")
     try:
         _Server().run()
     except SystemExit as exc:

@@ -37,6 +37,9 @@ def register(
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
     """Validate the options and run the workers until stopped."""
+    import os
+
+    from bot.cli.serve_cmd import effective_settings
     from jobs.broker import QUEUES
     from jobs.worker import require_shared_broker, run_worker
 
@@ -51,13 +54,15 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     unknown = [q for q in queues if q not in known]
     if unknown:
         raise UsageError(f"worker: unknown queue(s) {', '.join(unknown)}; known: {', '.join(known)}")
-    kind = require_shared_broker(ctx.settings)
+    # The manifest flow writes the App's credentials to $ARCS_HOME/secrets.env; workers need them too.
+    settings = effective_settings(ctx.settings, os.environ)
+    kind = require_shared_broker(settings)
     ctx.out.info(
         f"arcs worker: {args.processes} process(es) x {args.threads} thread(s) on {kind}, "
         f"queues: {', '.join(queues or known)}"
     )
     code = run_worker(
-        ctx.settings,
+        settings,
         processes=args.processes,
         threads=args.threads,
         queues=queues or None,

@@ -1,8 +1,11 @@
-"""``issues`` labeled with the trigger label -> an issue repair job.
+"""``issues`` labeled -> an issue repair job (the worker decides whether the label asks ARCS).
 
-The label is the default ``arcs``; a repository may configure another one in ``.arcs.yml``,
-which needs the API, so the worker re-checks the label against the repository's config and
-refuses with a comment when it does not match.
+The label that asks for a fix is ``arcs`` unless the repository's ``.arcs.yml`` names another one,
+and only the API can read that file, which the request path never calls. So every label added to
+an open issue is enqueued (cheap: one small message), except where it cannot be for ARCS: on a
+pull request, on a closed issue, or added by ARCS' own bot account. The worker reads
+``.arcs.yml`` first and ends a job whose label is not the configured one silently (attempt
+``skipped``, no comment, no check run, no event) before it looks at anyone's permission.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bot.handlers import present
-from bot.routing import DEFAULT_LABEL, Decision, RouteContext, Router, enqueue, ignore
+from bot.routing import Decision, RouteContext, Router, enqueue, ignore
 
 if TYPE_CHECKING:
     from githubkit_schemas.latest.models import WebhookIssuesLabeled
@@ -20,11 +23,14 @@ router = Router("issues")
 
 @router.on("issues", "labeled")
 def labeled(event: WebhookIssuesLabeled, ctx: RouteContext) -> Decision:
-    """Enqueue ``repair_issue`` when the trigger label is added to an open issue."""
+    """Enqueue ``repair_issue`` when a label is added to an open issue (see the module docstring)."""
     label = present(event.label)
-    name = label.name if label is not None else None
-    if name is None or name.casefold() != DEFAULT_LABEL.casefold():
-        return ignore(f"label {name!r} is not the ARCS label {DEFAULT_LABEL!r}")
+    name = (label.name if label is not None else None) or ""
+    if not name.strip():
+        return ignore("the event names no label")
+    sender = event.sender.login
+    if sender and sender.casefold() == ctx.settings.bot_login.casefold():
+        return ignore(f"label {name!r} was added by ARCS itself")
     issue = event.issue
     if present(issue.pull_request) is not None:
         return ignore(f"#{issue.number} is a pull request, not an issue")
@@ -38,7 +44,7 @@ def labeled(event: WebhookIssuesLabeled, ctx: RouteContext) -> Decision:
                 "issue_number": issue.number,
                 "title": issue.title,
                 "label": name,
-                "sender": event.sender.login,
+                "sender": sender,
                 "html_url": issue.html_url,
             },
             key=f"issue:{repo}#{issue.number}:{ctx.delivery_id}",

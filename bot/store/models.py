@@ -11,6 +11,10 @@ aware ``datetime`` on SQLite too (:class:`UTCDateTime`).
   what the dashboard shows: who, what triggered it, how it ended, what it cost, the PR.
 - ``pull_requests``: the pull requests ARCS opened (``(repo, number)`` unique) and their fate.
 - ``events``: refusals, errors and notices, so that nothing fails silently.
+- ``policies``: what org admins decided (kill switch, monthly USD budgets, PRs per day, quiet
+  hours), one row per owner (``repo = ''``) or per repository.
+- ``dashboard_sessions``: who is logged in to the dashboard and what they may see (the cookie holds
+  only a signed random id; the row holds no GitHub token).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any, Literal, get_args
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     DateTime,
     Dialect,
     Float,
@@ -110,6 +115,8 @@ class Delivery(Base):
     reason: Mapped[str | None] = mapped_column(Text)
     received_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+    latency_ms: Mapped[float | None] = mapped_column(Float)
+    """How long the webhook request took to answer (added in 0002; for ``/metrics``)."""
 
 
 class Attempt(Base):
@@ -177,6 +184,14 @@ class Attempt(Base):
     """The queue message that claimed the attempt: its own retry resumes, a duplicate does not."""
     publish_state: Mapped[str | None] = mapped_column(String(16))
     publish_started_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    # added in 0002
+    title: Mapped[str | None] = mapped_column(Text)
+    """A one-line title: the issue title, or the failing workflow and branch."""
+    cancel_requested_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    """``/arcs stop`` (or an admin) asked a running attempt to stop at its next round."""
+    cancel_reason: Mapped[str | None] = mapped_column(Text)
+    reserved_usd: Mapped[float | None] = mapped_column(Float)
+    """USD set aside from the monthly budget while the attempt runs (``cost_usd`` replaces it)."""
 
 
 class PullRequest(Base):
@@ -225,3 +240,43 @@ class Event(Base):
     repo: Mapped[str | None] = mapped_column(String(255))
     data: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+
+
+class Policy(Base):
+    """Repair policy of an owner (``repo == ''``) or of one repository (``repo = owner/name``).
+
+    ``None`` means "not set here": a repository row overrides its owner's row field by field.
+    Quiet hours are whole hours in ``timezone`` (``quiet_start == quiet_end`` means none; a
+    window may wrap midnight, e.g. 22 → 6).
+    """
+
+    __tablename__ = "policies"
+    __table_args__ = (UniqueConstraint("owner", "repo"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    owner: Mapped[str] = mapped_column(String(255))
+    repo: Mapped[str] = mapped_column(String(255), default="")
+    paused: Mapped[bool | None] = mapped_column(Boolean)
+    monthly_usd: Mapped[float | None] = mapped_column(Float)
+    max_prs_per_day: Mapped[int | None] = mapped_column(Integer)
+    quiet_start: Mapped[int | None] = mapped_column(Integer)
+    quiet_end: Mapped[int | None] = mapped_column(Integer)
+    timezone: Mapped[str | None] = mapped_column(String(64))
+    updated_by: Mapped[str | None] = mapped_column(String(255))
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+
+
+class DashboardSession(Base):
+    """A dashboard login. ``id_hash`` is the SHA-256 of the random id in the signed cookie."""
+
+    __tablename__ = "dashboard_sessions"
+    __table_args__ = (Index("ix_dashboard_sessions_expires_at", "expires_at"),)
+
+    id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    login: Mapped[str] = mapped_column(String(255))
+    user_id: Mapped[int | None] = mapped_column(BigInteger)
+    scope: Mapped[dict[str, Any]] = mapped_column(JSON)
+    """What the user may see, read from GitHub at login: ``owners``, ``repos``, ``admin_of`` (lists)."""
+    csrf: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+    expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())

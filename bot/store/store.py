@@ -18,7 +18,9 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
+import hashlib
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +51,10 @@ from bot.store.models import (
     PR_STATES,
     TRIGGERS,
     Attempt,
+    DashboardSession,
     Delivery,
     Event,
+    Policy,
     PullRequest,
 )
 
@@ -64,6 +68,10 @@ _SQLITE_BUSY_TIMEOUT_MS = 30_000
 Clock = Callable[[], dt.datetime]
 
 _ATTEMPT_FIELDS = frozenset(c.key for c in inspect(Attempt).column_attrs) - {"id", "idempotency_key"}
+POLICY_FIELDS: frozenset[str] = frozenset(
+    {"paused", "monthly_usd", "max_prs_per_day", "quiet_start", "quiet_end", "timezone"}
+)
+"""The policy columns an admin sets (``None`` clears a field, so the owner's value applies)."""
 
 
 class StoreUnavailable(ConnectionError):
@@ -125,28 +133,33 @@ def create_store_engine(url: str) -> Engine:
 
 
 @contextlib.contextmanager
-def _migration_lock(engine: Engine, conn: Any) -> Iterator[None]:
-    """Serialize migrations between processes sharing the database."""
+def _migration_lock(engine: Engine) -> Iterator[Any]:
+    """A connection on which migrations run, serialized between processes sharing the database."""
     if engine.dialect.name == "postgresql":
-        conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
-        conn.commit()
-        try:
-            yield
-        finally:
-            conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _PG_MIGRATION_LOCK})
+        with engine.connect() as conn:
+            conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
             conn.commit()
+            try:
+                yield conn
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _PG_MIGRATION_LOCK})
+                conn.commit()
         return
     database = engine.url.database or ""
     if database in ("", ":memory:"):
-        yield
+        with engine.connect() as conn:
+            yield conn
         return
     # pysqlite runs DDL outside a transaction, so two processes creating the tables at once
-    # would collide: a lock file next to the database serializes them.
+    # would collide: a lock file next to the database serializes them. It is taken before the
+    # connection opens, because opening one switches the file to WAL, which needs the database
+    # to itself and fails at once ("database is locked") while another opener is migrating.
     lock_path = Path(database).expanduser().with_name(Path(database).name + ".migrate.lock")
     with open(lock_path, "a+b") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
-            yield
+            with engine.connect() as conn:
+                yield conn
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
@@ -158,7 +171,7 @@ def migrate(engine: Engine) -> None:
 
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    with engine.connect() as conn, _migration_lock(engine, conn):
+    with _migration_lock(engine) as conn:
         config.attributes["connection"] = conn
         command.upgrade(config, "head")
         conn.commit()
@@ -298,6 +311,12 @@ class Store:
         with self._write() as session:
             if session.execute(stmt).rowcount == 0:  # type: ignore[attr-defined]
                 raise KeyError(delivery_id)
+
+    def set_delivery_latency(self, delivery_id: str, latency_ms: float) -> None:
+        """Record how long answering the delivery took (``/metrics`` reads it); unknown ids are ignored."""
+        stmt = update(Delivery).where(Delivery.delivery_id == delivery_id).values(latency_ms=latency_ms)
+        with self._write() as session:
+            session.execute(stmt)
 
     def get_delivery(self, delivery_id: str) -> Delivery | None:
         """The recorded delivery, if any."""
@@ -525,7 +544,323 @@ class Store:
         with self._sessions() as session:
             return list(session.scalars(stmt))
 
+    # --- policies ---------------------------------------------------------------------------
+
+    def get_policy(self, owner: str, repo: str = "") -> Policy | None:
+        """The policy row of ``owner`` (``repo=''``) or of one repository (``owner/name``)."""
+        with self._sessions() as session:
+            return session.scalars(select(Policy).where(Policy.owner == owner, Policy.repo == repo)).first()
+
+    def policies(self, owner: str) -> list[Policy]:
+        """The owner's row (if any) first, then its repositories' rows by name."""
+        stmt = select(Policy).where(Policy.owner == owner).order_by(Policy.repo)
+        with self._sessions() as session:
+            return list(session.scalars(stmt))
+
+    def set_policy(
+        self, owner: str, repo: str = "", *, updated_by: str | None = None, **fields: Any
+    ) -> Policy:
+        """Create or update a policy row; only the given ``fields`` change (``None`` clears one)."""
+        unknown = set(fields) - POLICY_FIELDS
+        if unknown:
+            raise ValueError(f"unknown policy field(s): {', '.join(sorted(unknown))}")
+        now = self._clock()
+        values: dict[str, Any] = {"owner": owner, "repo": repo, "updated_by": updated_by, "updated_at": now}
+        values.update(fields)
+        insert = self._insert(Policy)
+        stmt = insert.values(**values).on_conflict_do_update(
+            index_elements=[Policy.owner, Policy.repo],
+            set_={k: insert.excluded[k] for k in values if k not in ("owner", "repo")},
+        )
+        with self._write() as session:
+            session.execute(stmt)
+            return session.scalars(select(Policy).where(Policy.owner == owner, Policy.repo == repo)).one()
+
+    # --- dashboard sessions -----------------------------------------------------------------
+
+    def create_session(
+        self,
+        id_hash: str,
+        *,
+        login: str,
+        user_id: int | None,
+        scope: Mapping[str, Any],
+        csrf: str,
+        expires_at: dt.datetime,
+    ) -> DashboardSession:
+        """Record a dashboard login (``id_hash``: SHA-256 of the cookie's random id)."""
+        row = DashboardSession(
+            id_hash=id_hash,
+            login=login,
+            user_id=user_id,
+            scope=dict(scope),
+            csrf=csrf,
+            created_at=self._clock(),
+            expires_at=expires_at,
+        )
+        with self._write() as session:
+            session.add(row)
+        return row
+
+    def get_session(self, id_hash: str) -> DashboardSession | None:
+        """The live session with this id hash (``None`` when unknown or expired)."""
+        stmt = select(DashboardSession).where(
+            DashboardSession.id_hash == id_hash, DashboardSession.expires_at > self._clock()
+        )
+        with self._sessions() as session:
+            return session.scalars(stmt).first()
+
+    def delete_session(self, id_hash: str) -> None:
+        """Log out: forget the session (and sweep expired ones)."""
+        from sqlalchemy import delete
+
+        with self._write() as session:
+            session.execute(
+                delete(DashboardSession).where(
+                    or_(DashboardSession.id_hash == id_hash, DashboardSession.expires_at <= self._clock())
+                )
+            )
+
+    # --- budget: monthly USD reservations, pull-request slots, deferred attempts -------------
+    # Policy enforcement for the workers (jobs/policy.py decides; these methods count and
+    # reserve). Check-then-claim runs in one transaction under a per-owner lock, so two workers
+    # racing for the last dollars (or the last pull request of the day) cannot both get them.
+
+    def usd_committed(self, owner: str, since: dt.datetime, repo: str | None = None) -> float:
+        """USD spent by ``owner``'s attempts (``repo``'s only, when given) created since ``since``,
+        plus what attempts still running hold in reserve (see :data:`RESERVATION_TTL`)."""
+        with self._sessions() as session:
+            return _usd_committed(session, owner, repo, since, self._clock())
+
+    def reserve_usd(
+        self,
+        attempt_id: int,
+        owner: str,
+        repo: str,
+        want: float,
+        caps: Mapping[str | None, float],
+        since: dt.datetime,
+    ) -> float:
+        """Reserve up to ``want`` USD for a starting attempt; return the grant (may be 0).
+
+        ``caps`` maps a scope to its monthly limit: ``None`` -> all of ``owner``'s repositories
+        together, ``"owner/name"`` -> that repository. The grant is ``min(want, what every cap
+        still allows)`` (spend since ``since`` plus other running reservations), written to
+        ``attempts.reserved_usd``; the check and the write are serialized per owner.
+        """
+        return self.admit_repair(attempt_id, owner, repo, want_usd=want, caps=caps, since=since).granted_usd
+
+    def admit_repair(
+        self,
+        attempt_id: int,
+        owner: str,
+        repo: str,
+        *,
+        want_usd: float,
+        caps: Mapping[str | None, float],
+        since: dt.datetime,
+        pr_limits: PrLimits | None = None,
+    ) -> Admission:
+        """Check the pull-request limits of ``repo`` and reserve USD, atomically per owner.
+
+        With ``pr_limits``: ARCS pull requests opened since ``pr_limits.since`` (and still open)
+        plus the pull requests that admitted attempts may still open (running with a reservation,
+        or fixed and not yet published) are counted; at a limit nothing is reserved and
+        :attr:`Admission.refused` names it. Otherwise the USD grant is computed as in
+        :meth:`reserve_usd` and written (a grant of 0 writes nothing).
+        """
+        with self._write() as session:
+            self._budget_lock(session, owner, attempt_id)
+            now = self._clock()
+            tally: PrTally | None = None
+            if pr_limits is not None:
+                tally = _pr_tally(session, repo, pr_limits.since, now, exclude=attempt_id)
+                if pr_limits.per_day is not None and tally.opened_since + tally.pending >= pr_limits.per_day:
+                    return Admission(0.0, tally, "max_prs_per_day")
+                if pr_limits.open is not None and tally.open_now + tally.pending >= pr_limits.open:
+                    return Admission(0.0, tally, "max_open_prs")
+            grant = max(0.0, float(want_usd))
+            for scope, limit in caps.items():
+                used = _usd_committed(session, owner, scope, since, now, exclude=attempt_id)
+                grant = min(grant, max(0.0, float(limit) - used))
+            grant = round(grant, 6)
+            if grant > 0:
+                session.execute(update(Attempt).where(Attempt.id == attempt_id).values(reserved_usd=grant))
+            return Admission(grant, tally, None)
+
+    def release_usd(self, attempt_id: int, *, cost_usd: float | None = None) -> None:
+        """The attempt's repair ended: record ``cost_usd`` (when given) and drop its reservation."""
+        values: dict[str, Any] = {"reserved_usd": None}
+        if cost_usd is not None:
+            values["cost_usd"] = round(float(cost_usd), 6)
+        with self._write() as session:
+            session.execute(update(Attempt).where(Attempt.id == attempt_id).values(**values))
+
+    def count_prs(self, repo: str, since: dt.datetime) -> PrTally:
+        """ARCS pull requests of ``repo``: opened since ``since`` and open now (COUNT queries)."""
+        with self._sessions() as session:
+            return _pr_tally(session, repo, since, self._clock(), exclude=None, pending=False)
+
+    def policy_rows(self, owner: str, repo: str) -> tuple[Policy | None, Policy | None]:
+        """``(owner row, repository row)`` of the policy, matching names case-insensitively
+        (GitHub's are; the dashboard may have saved another spelling)."""
+        from sqlalchemy import func
+
+        stmt = select(Policy).where(
+            func.lower(Policy.owner) == owner.lower(), func.lower(Policy.repo).in_(["", repo.lower()])
+        )
+        with self._sessions() as session:
+            rows = list(session.scalars(stmt.order_by(Policy.id)))
+        return (
+            next((r for r in rows if r.repo == ""), None),
+            next((r for r in rows if r.repo != ""), None),
+        )
+
+    def defer_attempt(self, attempt_id: int) -> Attempt:
+        """Put a running attempt back to ``queued`` for a delayed message (quiet hours)."""
+        return self.update_attempt(
+            attempt_id, status="queued", message_id=DEFERRED_MESSAGE, reserved_usd=None
+        )
+
+    def take_deferred(self, attempt_id: int, message_id: str | None) -> bool:
+        """``True`` for exactly one delayed message resuming a deferred attempt (it becomes the
+        attempt's message, so its own redelivery resumes it too)."""
+        stmt = (
+            update(Attempt)
+            .where(
+                Attempt.id == attempt_id,
+                Attempt.status == "queued",
+                Attempt.message_id == DEFERRED_MESSAGE,
+            )
+            .values(message_id=message_id)
+        )
+        with self._write() as session:
+            return bool(session.execute(stmt).rowcount == 1)  # type: ignore[attr-defined]
+
+    def _budget_lock(self, session: Session, owner: str, attempt_id: int) -> None:
+        """Serialize admissions of one owner until the transaction ends."""
+        if self.engine.dialect.name == "postgresql":
+            session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _budget_lock_key(owner)})
+            return
+        # SQLite: a write statement first takes the database's write lock (waiting on
+        # busy_timeout) before anything is read, so the whole check-and-claim is serialized.
+        session.execute(
+            update(Attempt).where(Attempt.id == attempt_id).values(reserved_usd=Attempt.reserved_usd)
+        )
+
 
 def _one_line(exc: BaseException) -> str:
     text_ = str(getattr(exc, "orig", None) or exc)
     return " ".join(text_.split())[:300]
+
+
+# --- budget ---------------------------------------------------------------------------------------
+# Helpers of the Store's budget section (monthly USD reservations, pull-request slots).
+
+RESERVATION_TTL = dt.timedelta(hours=6)
+"""Reservations of attempts started longer ago than this are not counted (their worker died;
+repairs have a one-hour time limit)."""
+DEFERRED_MESSAGE = "deferred"
+"""``attempts.message_id`` of an attempt waiting for its delayed message (quiet hours)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PrLimits:
+    """The pull-request limits checked at admission (None: no such limit)."""
+
+    since: dt.datetime
+    """Start of the ``per_day`` window (now - 24 h)."""
+    per_day: int | None = None
+    open: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PrTally:
+    """ARCS pull requests of one repository."""
+
+    opened_since: int
+    open_now: int
+    pending: int = 0
+    """Admitted attempts that may still open one (running with a reservation, or fixed and not
+    yet published)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """What :meth:`Store.admit_repair` answered."""
+
+    granted_usd: float
+    prs: PrTally | None = None
+    refused: str | None = None
+    """``max_prs_per_day`` or ``max_open_prs`` when a pull-request limit is reached."""
+
+
+def _budget_lock_key(owner: str) -> int:
+    digest = hashlib.blake2b(f"arcs-budget:{owner.lower()}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _usd_committed(
+    session: Session,
+    owner: str,
+    repo: str | None,
+    since: dt.datetime,
+    now: dt.datetime,
+    *,
+    exclude: int | None = None,
+) -> float:
+    from sqlalchemy import func
+
+    scope: list[ColumnElement[bool]] = [Attempt.owner == owner]
+    if repo is not None:
+        scope.append(Attempt.repo == repo)
+    if exclude is not None:
+        scope.append(Attempt.id != exclude)
+    spent = select(func.coalesce(func.sum(Attempt.cost_usd), 0.0)).where(*scope, Attempt.created_at >= since)
+    held = select(func.coalesce(func.sum(Attempt.reserved_usd), 0.0)).where(
+        *scope,
+        Attempt.status == "running",
+        Attempt.reserved_usd.is_not(None),
+        Attempt.started_at >= now - RESERVATION_TTL,
+    )
+    total = (session.execute(spent).scalar_one() or 0.0) + (session.execute(held).scalar_one() or 0.0)
+    return round(float(total), 6)
+
+
+def _pr_tally(
+    session: Session,
+    repo: str,
+    since: dt.datetime,
+    now: dt.datetime,
+    *,
+    exclude: int | None,
+    pending: bool = True,
+) -> PrTally:
+    from sqlalchemy import func
+
+    count = func.count(PullRequest.id)
+    opened = session.execute(
+        select(count).where(PullRequest.repo == repo, PullRequest.created_at >= since)
+    ).scalar_one()
+    open_now = session.execute(
+        select(count).where(PullRequest.repo == repo, PullRequest.state == "open")
+    ).scalar_one()
+    waiting = 0
+    if pending:
+        mine: list[ColumnElement[bool]] = [Attempt.repo == repo]
+        if exclude is not None:
+            mine.append(Attempt.id != exclude)
+        admitted = or_(
+            and_(
+                Attempt.status == "running",
+                Attempt.reserved_usd.is_not(None),
+                Attempt.started_at >= now - RESERVATION_TTL,
+            ),
+            and_(
+                Attempt.status == "fixed",
+                Attempt.pr_number.is_(None),
+                Attempt.finished_at >= since,
+            ),
+        )
+        waiting = session.execute(select(func.count(Attempt.id)).where(*mine, admitted)).scalar_one()
+    return PrTally(opened_since=int(opened), open_now=int(open_now), pending=int(waiting))

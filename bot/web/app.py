@@ -1,15 +1,16 @@
-"""The Starlette application: webhooks, health probes and the manifest flow."""
+"""The Starlette application: webhooks, health probes, the manifest flow and the dashboard."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.routing import Route
+from starlette.middleware import Middleware
+from starlette.routing import BaseRoute, Route
 
 from bot.routing import Router, build_router
 from bot.settings import Settings
@@ -17,6 +18,9 @@ from bot.web.health import Readiness, healthz
 from bot.web.ports import DeliveryStore, Enqueuer
 from bot.web.setup import ManifestFlow
 from bot.web.webhooks import WebhookEndpoint, warm_up
+
+if TYPE_CHECKING:
+    from bot.dashboard.auth import HttpFactory
 
 log = structlog.get_logger("arcs.web")
 
@@ -53,11 +57,17 @@ def create_app(
     enqueuer: Enqueuer | None = None,
     router: Router | None = None,
     manifest: dict[str, Any] | None = None,
+    dashboard: bool = True,
+    http: HttpFactory | None = None,
 ) -> Starlette:
     """Build the app. Ports left out are built from ``settings`` (and closed on shutdown).
 
     Routes: ``POST /webhooks/github``, ``GET /healthz``, ``GET /readyz``, ``GET /setup``,
-    ``GET /setup/callback``.
+    ``GET /setup/callback``; with ``dashboard`` (and a full :class:`bot.store.store.Store`, not
+    only a delivery store such as the tests' in-memory one) also the dashboard's
+    (:func:`bot.dashboard.app.dashboard_routes`: ``/login``, ``/logout``, ``/metrics``, the
+    pages, ``/api/…``, ``/static``) with its session middleware. ``http`` makes the client a
+    dashboard login uses to reach GitHub (tests).
     """
     owned: list[Any] = []
     if store is None:
@@ -84,10 +94,21 @@ def create_app(
             _close(resource)
 
     webhooks = WebhookEndpoint(settings, store, enqueuer, app_router)
-    routes = [
+    routes: list[BaseRoute] = [
         Route("/webhooks/github", webhooks.handle, methods=["POST"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", Readiness(store, enqueuer).handle, methods=["GET"]),
         *ManifestFlow(settings, manifest=manifest).routes(),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    middleware: list[Middleware] = []
+    if dashboard:
+        from bot.store.store import Store
+
+        if isinstance(store, Store):
+            from bot.dashboard.app import dashboard_middleware, dashboard_routes
+
+            routes += dashboard_routes(settings, store, http=http, enqueuer=enqueuer)
+            middleware = dashboard_middleware(settings, store)
+        else:
+            log.info("dashboard_not_mounted", reason="the store is not the SQL store")
+    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)

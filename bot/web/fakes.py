@@ -21,6 +21,7 @@ class DeliveryRecord:
     payload_sha256: str
     status: DeliveryStatus
     reason: str | None
+    latency_ms: float | None = None
 
 
 class MemoryDeliveryStore:
@@ -66,6 +67,14 @@ class MemoryDeliveryStore:
             record.status = status
             record.reason = reason
 
+    def set_delivery_latency(self, delivery_id: str, latency_ms: float) -> None:
+        """Store the answer time of a recorded delivery (unknown ids are ignored, as in SQL)."""
+        self._check()
+        with self._lock:
+            record = self.records.get(delivery_id)
+            if record is not None:
+                record.latency_ms = latency_ms
+
     def ping(self) -> None:
         """Raise when emulating an outage."""
         self._check()
@@ -77,6 +86,8 @@ class ListEnqueuer:
 
     jobs: list[JobRequest] = field(default_factory=list)
     down: bool = False
+    depth: int | None = None
+    """What :meth:`queue_depth` answers (``None``: "cannot tell", as a broker without a count)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def enqueue(self, job: JobRequest) -> None:
@@ -90,3 +101,9 @@ class ListEnqueuer:
         """Raise when emulating an outage."""
         if self.down:
             raise ConnectionError("broker unreachable")
+
+    def queue_depth(self) -> int | None:
+        """The scripted :attr:`depth` (raises when down)."""
+        if self.down:
+            raise ConnectionError("broker unreachable")
+        return self.depth

@@ -50,6 +50,13 @@ class DeliveryStore(Protocol):
         """Update the status of a recorded delivery (``failed`` when enqueueing failed)."""
         ...
 
+    def set_delivery_latency(self, delivery_id: str, latency_ms: float) -> None:
+        """Store how long answering the delivery took (``/metrics``); unknown ids are ignored.
+
+        Called after the answer was sent; a failure is logged by the caller, never retried.
+        """
+        ...
+
     def ping(self) -> None:
         """Return when the database is reachable; raise otherwise (``/readyz``)."""
         ...
@@ -65,4 +72,14 @@ class Enqueuer(Protocol):
 
     def ping(self) -> None:
         """Return when the broker is reachable; raise otherwise (``/readyz``)."""
+        ...
+
+
+@runtime_checkable
+class QueueDepth(Protocol):
+    """Optional for an :class:`Enqueuer`: how many jobs wait in the broker (``/metrics``)."""
+
+    def queue_depth(self) -> int | None:
+        """Messages waiting to be taken by a worker, summed over the queues; ``None`` when the
+        broker cannot tell. May raise when the broker is unreachable."""
         ...

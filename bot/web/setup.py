@@ -1,22 +1,33 @@
-"""One-click GitHub App creation (the manifest flow, as in Probot).
+"""One-click GitHub App creation (the manifest flow, as in Probot), behind a one-time token.
 
-1. ``GET /setup`` renders a form that posts the manifest (``app.yml`` plus this deployment's URLs)
-   to ``{github}/settings/apps/new?state=…`` (``/organizations/{org}/…`` with ``?org=``) and
-   submits itself. The state is random, time-stamped and also set as an ``HttpOnly`` cookie.
+0. Whoever completes this flow decides which GitHub App the deployment trusts, so it needs the
+   setup token (``ARCS_SETUP_TOKEN``): ``arcs serve`` makes a random one when no app is
+   configured and prints the link ``{public_url}/setup?token=…``. Without a configured token
+   both routes refuse (403); the flow is never open by default.
+1. ``GET /setup?token=…`` checks the token (constant time) and renders a form that posts the
+   manifest (``app.yml`` plus this deployment's URLs) to ``{github}/settings/apps/new?state=…``
+   (``/organizations/{org}/…`` with ``?org=``) and submits itself. The state is time-stamped,
+   random and signed with the token (HMAC-SHA256: the token itself never goes to GitHub), and
+   also set as an ``HttpOnly`` cookie.
 2. GitHub creates the app and redirects to ``GET /setup/callback?code=…&state=…``. The state must
-   equal the cookie (CSRF: another site cannot make a browser present a state it never received);
+   equal the cookie (CSRF: another site cannot make a browser present a state it never received)
+   and carry a valid signature (so only a browser that opened the token link gets this far);
    the code is exchanged with ``POST {api}/app-manifests/{code}/conversions`` (unauthenticated,
    valid for one hour).
-3. The app id, the private key (``github-app.pem``) and the webhook secret are written to
-   ``$ARCS_HOME/secrets.env`` (mode 0600, never overwritten) for the next start.
+3. The app id, the private key (``github-app.pem``), the webhook secret and the OAuth client
+   id and secret (the dashboard's "log in with GitHub") are written to ``$ARCS_HOME/secrets.env``
+   (mode 0600, never overwritten) for the next start.
 
-Both routes refuse once the app is configured (``ARCS_APP_ID`` set or ``secrets.env`` present).
+Both routes refuse once the app is configured (``ARCS_APP_ID`` set or ``secrets.env`` present):
+writing ``secrets.env`` spends the token.
 GitHub Enterprise Server is supported: the web URL is derived from ``ARCS_GITHUB_API_URL``.
 """
 
 from __future__ import annotations
 
+import base64
 import copy
+import hashlib
 import hmac
 import html
 import json
@@ -49,6 +60,8 @@ PRIVATE_KEY_FILE = "github-app.pem"
 STATE_COOKIE = "arcs_setup_state"
 STATE_MAX_AGE_S = 3600
 EXCHANGE_TIMEOUT_S = 30.0
+MIN_SETUP_TOKEN_CHARS = 16
+"""A shorter ``ARCS_SETUP_TOKEN`` is refused (``arcs serve`` makes 43-character ones)."""
 
 _ORG = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
 _CODE = re.compile(r"[A-Za-z0-9_-]{1,200}")
@@ -63,7 +76,8 @@ def load_manifest(path: Path = MANIFEST_FILE) -> dict[str, Any]:
 
 
 def build_manifest(settings: Settings, base: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The manifest to post: ``app.yml`` with this deployment's webhook and redirect URLs."""
+    """The manifest to post: ``app.yml`` with this deployment's webhook, redirect and login
+    callback URLs."""
     manifest = copy.deepcopy(dict(base if base is not None else load_manifest()))
     public = settings.public_url.rstrip("/")
     manifest.setdefault("url", public)
@@ -72,6 +86,8 @@ def build_manifest(settings: Settings, base: Mapping[str, Any] | None = None) ->
     hook.setdefault("active", True)
     manifest["hook_attributes"] = hook
     manifest["redirect_url"] = f"{public}/setup/callback"
+    # The dashboard's "log in with GitHub" comes back here (the only callback the app accepts).
+    manifest["callback_urls"] = [f"{public}/login/callback"]
     return manifest
 
 
@@ -107,6 +123,52 @@ def _page(title: str, body: str, status_code: int = 200) -> HTMLResponse:
     )
 
 
+def setup_token_of(settings: Settings) -> str | None:
+    """The configured setup token, or ``None`` when there is none (an empty one counts as none)."""
+    token = settings.setup_token.get_secret_value() if settings.setup_token is not None else ""
+    return token or None
+
+
+def setup_url(settings: Settings, token: str) -> str:
+    """The link that starts the manifest flow: ``{public_url}/setup?token=…``."""
+    return f"{settings.public_url.rstrip('/')}/setup?token={quote(token, safe='')}"
+
+
+def _token_matches(given: str | None, token: str) -> bool:
+    return given is not None and hmac.compare_digest(given.encode(), token.encode())
+
+
+def _refuse_no_token() -> HTMLResponse:
+    return _page(
+        "Setup is locked",
+        "<p>Creating the GitHub App needs a one-time setup token, and this deployment has none. "
+        "Start ARCS with <code>arcs serve</code>: when no app is configured it prints the setup "
+        "link (<code>…/setup?token=…</code>). Or set <code>ARCS_SETUP_TOKEN</code> to a random "
+        f"value of at least {MIN_SETUP_TOKEN_CHARS} characters, restart, and open "
+        "<code>/setup?token=</code> followed by that value.</p>",
+        403,
+    )
+
+
+def _refuse_short_token() -> HTMLResponse:
+    return _page(
+        "Setup is locked",
+        f"<p>ARCS_SETUP_TOKEN is shorter than {MIN_SETUP_TOKEN_CHARS} characters. Set a longer "
+        "random value (or unset it and let <code>arcs serve</code> make one), then restart.</p>",
+        403,
+    )
+
+
+def _refuse_wrong_token() -> HTMLResponse:
+    return _page(
+        "Setup link required",
+        "<p>This page needs the setup link with its one-time token "
+        "(<code>…/setup?token=…</code>), which <code>arcs serve</code> printed when it started "
+        "(or the ARCS_SETUP_TOKEN value the operator set).</p>",
+        403,
+    )
+
+
 def _refuse_configured() -> HTMLResponse:
     return _page(
         "ARCS is already configured",
@@ -116,17 +178,31 @@ def _refuse_configured() -> HTMLResponse:
     )
 
 
-def _new_state() -> str:
-    return f"{int(time.time())}.{secrets.token_urlsafe(32)}"
+def _state_tag(token: str, body: str) -> str:
+    digest = hmac.new(token.encode(), b"arcs-setup-state\0" + body.encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def _new_state(token: str) -> str:
+    # STAMP.NONCE.TAG -- url-safe base64 never contains a dot.
+    body = f"{int(time.time())}.{secrets.token_urlsafe(24)}"
+    return f"{body}.{_state_tag(token, body)}"
 
 
 def _state_ok(query_state: str | None, cookie_state: str | None, now: float) -> bool:
+    """The state came back to the browser it was given to, within ``STATE_MAX_AGE_S``."""
     if not query_state or not cookie_state:
         return False
     if not hmac.compare_digest(query_state.encode(), cookie_state.encode()):
         return False
     stamp, _, _ = query_state.partition(".")
     return stamp.isdigit() and 0 <= now - int(stamp) <= STATE_MAX_AGE_S
+
+
+def _state_signed(state: str, token: str) -> bool:
+    """The state was issued by ``/setup`` to a request that had ``token``."""
+    body, _, tag = state.rpartition(".")
+    return bool(body) and hmac.compare_digest(tag.encode(), _state_tag(token, body).encode())
 
 
 def write_credentials(settings: Settings, conversion: Mapping[str, Any]) -> Path:
@@ -144,6 +220,11 @@ def write_credentials(settings: Settings, conversion: Mapping[str, Any]) -> Path
     slug = conversion.get("slug")
     if isinstance(slug, str) and slug:
         lines.append(f"ARCS_BOT_LOGIN={shlex.quote(slug + '[bot]')}")
+    # The dashboard logs users in with the app's OAuth client.
+    for key, name in (("client_id", "ARCS_CLIENT_ID"), ("client_secret", "ARCS_CLIENT_SECRET")):
+        value = conversion.get(key)
+        if isinstance(value, str) and value:
+            lines.append(f"{name}={shlex.quote(value)}")
     target = secrets_path(settings)
     _write_private(target, ("\n".join(lines) + "\n").encode(), overwrite=False)
     return target
@@ -180,10 +261,25 @@ class ManifestFlow:
             Route("/setup/callback", self.callback, methods=["GET"]),
         ]
 
+    def _token(self) -> str | HTMLResponse:
+        """The configured setup token, or the page that explains why there is none to check."""
+        token = setup_token_of(self.settings)
+        if token is None:
+            return _refuse_no_token()
+        if len(token) < MIN_SETUP_TOKEN_CHARS:
+            return _refuse_short_token()
+        return token
+
     async def start(self, request: Request) -> HTMLResponse:
-        """Render the auto-submitting form that posts the manifest to GitHub."""
+        """Check the setup token; render the auto-submitting form that posts the manifest to GitHub."""
         if is_configured(self.settings):
             return _refuse_configured()
+        token = self._token()
+        if isinstance(token, HTMLResponse):
+            return token
+        if not _token_matches(request.query_params.get("token"), token):
+            log.warning("setup_token_refused", client=request.client.host if request.client else None)
+            return _refuse_wrong_token()
         web = github_web_url(self.settings.github_api_url)
         org = request.query_params.get("org")
         if org is not None and not _ORG.fullmatch(org):
@@ -192,7 +288,7 @@ class ManifestFlow:
         name = request.query_params.get("name")
         if name:
             manifest["name"] = name[:34]  # GitHub's limit on app names
-        state = _new_state()
+        state = _new_state(token)
         where = f"/organizations/{quote(org)}/settings/apps/new" if org else "/settings/apps/new"
         action = f"{web}{where}?state={quote(state)}"
         body = (
@@ -215,16 +311,23 @@ class ManifestFlow:
         return response
 
     async def callback(self, request: Request) -> HTMLResponse:
-        """Check the state, exchange the code, write the credentials."""
+        """Check the state (this browser's, signed with the token); exchange the code; save."""
         if is_configured(self.settings):
             return _refuse_configured()
-        if not _state_ok(request.query_params.get("state"), request.cookies.get(STATE_COOKIE), time.time()):
+        token = self._token()
+        if isinstance(token, HTMLResponse):
+            return token
+        state = request.query_params.get("state")
+        if not _state_ok(state, request.cookies.get(STATE_COOKIE), time.time()):
             return _page(
                 "Setup link expired or invalid",
-                "<p>The state does not match this browser's setup session. Start again at "
-                "<a href='/setup'>/setup</a>.</p>",
+                "<p>The state does not match this browser's setup session. Start again with the "
+                "setup link (<code>…/setup?token=…</code>).</p>",
                 400,
             )
+        if state is None or not _state_signed(state, token):
+            log.warning("setup_state_unsigned", client=request.client.host if request.client else None)
+            return _refuse_wrong_token()
         code = request.query_params.get("code") or ""
         if not _CODE.fullmatch(code):
             return _page("Missing code", "<p>GitHub did not send a valid code.</p>", 400)
@@ -246,7 +349,7 @@ class ManifestFlow:
             return _page(
                 "GitHub refused the code",
                 f"<p>GitHub answered {reply.status_code}. Codes are valid for one hour and only "
-                "once: start again at <a href='/setup'>/setup</a>.</p>",
+                "once: start again with the setup link (<code>…/setup?token=…</code>).</p>",
                 502,
             )
         conversion = reply.json()

@@ -19,6 +19,10 @@ Answers (small JSON: ``{"status": ..., "jobs": N, "reason": ...}``):
   recorded, the record is marked ``failed`` so GitHub's "Redeliver" is processed again. When a
   delivery has several jobs and the broker fails midway, the redelivery enqueues all of them
   again; their idempotency keys make the worker run each attempt once.
+
+The time from the request's arrival to the answer is stored on the delivery this request recorded
+(``latency_ms``, for ``/metrics``), after the answer is sent and best effort: a failure there is
+logged and never changes the answer.
 """
 
 from __future__ import annotations
@@ -27,12 +31,14 @@ import hashlib
 import hmac
 import json
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
 from pydantic import BaseModel, ValidationError
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
@@ -204,13 +210,26 @@ class WebhookEndpoint:
 
     async def handle(self, request: Request) -> JSONResponse:
         """Handle one delivery (see the module docstring for the answers)."""
+        started = time.perf_counter()
         try:
-            return await self._handle(request)
+            response, recorded = await self._handle(request)
         except WebhookRejected as exc:
             log.warning("webhook_rejected", status=exc.status_code, reason=exc.reason)
             return _answer(exc.status_code, "rejected", reason=exc.reason)
+        if recorded is not None:
+            latency_ms = (time.perf_counter() - started) * 1000.0
+            # After the answer is sent: GitHub's 10 s budget is not spent on bookkeeping.
+            response.background = BackgroundTask(self._save_latency, recorded, latency_ms)
+        return response
 
-    async def _handle(self, request: Request) -> JSONResponse:
+    def _save_latency(self, delivery_id: str, latency_ms: float) -> None:
+        try:
+            self.store.set_delivery_latency(delivery_id, latency_ms)
+        except Exception as exc:  # a metric is not worth failing (or retrying) a delivery for
+            log.warning("webhook_latency_not_saved", delivery_id=delivery_id, error=repr(exc))
+
+    async def _handle(self, request: Request) -> tuple[JSONResponse, str | None]:
+        """The answer and the id of the delivery this request recorded (``None``: none)."""
         secret = self.settings.webhook_secret
         if secret is None or not secret.get_secret_value():
             raise WebhookRejected(503, "webhook secret not configured")
@@ -252,7 +271,9 @@ class WebhookEndpoint:
         )
         return self.router.route(delivery.event, delivery.action, model, ctx)
 
-    async def _record_and_enqueue(self, delivery: Delivery, decision: Decision, bound: Any) -> JSONResponse:
+    async def _record_and_enqueue(
+        self, delivery: Delivery, decision: Decision, bound: Any
+    ) -> tuple[JSONResponse, str | None]:
         status: DeliveryStatus = "queued" if decision.jobs else "ignored"
         try:
             fresh = await run_in_threadpool(
@@ -268,13 +289,14 @@ class WebhookEndpoint:
             )
         except Exception as exc:
             bound.error("webhook_store_unavailable", error=repr(exc))
-            return _answer(503, "unavailable", reason="database unavailable")
+            return _answer(503, "unavailable", reason="database unavailable"), None
         if not fresh:
             bound.info("webhook_duplicate")
-            return _answer(200, "duplicate", reason="delivery already recorded")
+            return _answer(200, "duplicate", reason="delivery already recorded"), None
+        recorded = delivery.delivery_id
         if not decision.jobs:
             bound.info("webhook_ignored", reason=decision.reason)
-            return _answer(202, "ignored", reason=decision.reason)
+            return _answer(202, "ignored", reason=decision.reason), recorded
         try:
             for job in decision.jobs:
                 await run_in_threadpool(self.enqueuer.enqueue, job)
@@ -286,6 +308,6 @@ class WebhookEndpoint:
                 )
             except Exception as mark_exc:  # the database went away too: the redelivery decides
                 bound.error("webhook_mark_failed", error=repr(mark_exc))
-            return _answer(503, "unavailable", reason="broker unavailable")
+            return _answer(503, "unavailable", reason="broker unavailable"), recorded
         bound.info("webhook_queued", jobs=[job.actor for job in decision.jobs])
-        return _answer(202, "queued", jobs=len(decision.jobs))
+        return _answer(202, "queued", jobs=len(decision.jobs)), recorded

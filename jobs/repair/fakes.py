@@ -9,6 +9,7 @@ sandbox, an index or a model:
 - :class:`FakeRetriever`: scripted hits, records queries.
 - :class:`FakeClock`: time moves only when told (or by a fixed tick per reading).
 - :class:`ScriptedProposer`: proposals per round from a script, records requests.
+- :class:`FakeInterrupt`: answers a reason to stop from the ``after``-th check on.
 """
 
 from __future__ import annotations
@@ -304,6 +305,21 @@ class ScriptedProposer:
         return kept
 
 
+class FakeInterrupt:
+    """An :class:`~jobs.repair.ports.Interrupt` that lets ``after`` checks pass, then answers
+    ``reason`` on every later one (``after=0``: stop before reproduction). Counts its checks."""
+
+    def __init__(self, after: int, reason: str = "stopped by @tester") -> None:
+        self.after = after
+        self.reason = reason
+        self.checks = 0
+
+    def check(self) -> str | None:
+        """``reason`` once more than ``after`` checks were made, else None."""
+        self.checks += 1
+        return self.reason if self.checks > self.after else None
+
+
 def replace_proposal(
     path: str,
     old: str,
@@ -330,6 +346,7 @@ def replace_proposal(
 
 __all__ = [
     "FakeClock",
+    "FakeInterrupt",
     "FakeRetriever",
     "FakeWorkbench",
     "InMemorySource",

@@ -18,6 +18,9 @@ One :meth:`RepairLoop.run`:
    For issue tasks with weak or synthesized tests the LLM Code Quality Checker has the last word;
    on rejection the Clarifier restates the task and the round is regenerated once; still
    rejected -> revert to the best verified candidate (``reverted``).
+4. **Interrupt** (optional port): asked before reproduction and before every round; a reason
+   (an admin paused the owner, ``/arcs stop``) ends the run with ``interrupted``, no patch, and
+   the reason in the trace's notices and outcome.
 
 Budget (every dimension) is checked before each step that spends it; the trace records the spend
 and proves the bound (Prop. 3). Best-so-far is tracked with :func:`jobs.repair.select.best_so_far`
@@ -61,7 +64,7 @@ from jobs.repair.gates import (
 from jobs.repair.llm import LLM, LLMError, LLMRequest, LLMResponse, estimate_tokens
 from jobs.repair.model import Edit, Evidence, Failure, Feedback, GateResult, Proposal, Usage
 from jobs.repair.plan import PlanOutcome, make_plan
-from jobs.repair.ports import Clock, ProposalRequest, Proposer
+from jobs.repair.ports import Clock, Interrupt, ProposalRequest, Proposer
 from jobs.repair.pricing import price_for
 from jobs.repair.prompts import pack_context
 from jobs.repair.proposers.replay import ReplayDivergence
@@ -93,6 +96,7 @@ Verdict = Literal[
     "no_candidates",
     "reverted",
     "proposer_failed",
+    "interrupted",
 ]
 QualityMode = Literal["auto", "always", "never"]
 
@@ -263,6 +267,9 @@ class RepairResult:
     budget: Budget
     notices: tuple[str, ...]
     trace: Trace
+    stopped_by: str = ""
+    """What ended the search when no candidate was accepted: a budget dimension (``usd``,
+    ``tokens``, ``iterations``, ``wall_s``, ``executions``), ``rounds``, ``candidates``, or ''."""
 
     def to_json(self, *, trace_path: str = "") -> dict[str, Any]:
         """The ``arcs fix --json`` document."""
@@ -392,6 +399,10 @@ class _State:
     """Budget dimension (or ``rounds``) that ended the search."""
     proposer_dead: str = ""
     order: int = 0
+    interrupted: str = ""
+    """The :class:`~jobs.repair.ports.Interrupt`'s reason, once it asked the loop to stop."""
+    checks: int = 0
+    """How many times the interrupt was asked (a replay stops at the same check)."""
 
     def spend(self) -> Spend:
         return Spend(
@@ -412,7 +423,9 @@ class _State:
 class RepairLoop:
     """The controller. Ports: ``retriever`` (None: no retrieval), ``proposer``, ``workbench``,
     ``clock``; ``llm`` (optional) serves the roles — planner, quality checkers, clarifier, test
-    designer, explainer — and its presence is what makes LLM tiers available."""
+    designer, explainer — and its presence is what makes LLM tiers available. ``interrupt``
+    (optional) is asked before reproduction and before every round; a reason stops the loop with
+    verdict ``interrupted`` and no patch."""
 
     def __init__(
         self,
@@ -423,6 +436,7 @@ class RepairLoop:
         *,
         llm: LLM | None = None,
         config: LoopConfig | None = None,
+        interrupt: Interrupt | None = None,
     ) -> None:
         self.retriever = retriever
         self.proposer = proposer
@@ -430,6 +444,7 @@ class RepairLoop:
         self.clock = clock
         self.llm = llm
         self.config = config or LoopConfig()
+        self.interrupt = interrupt
 
     # -- entry point -----------------------------------------------------------------------------
 
@@ -452,12 +467,16 @@ class RepairLoop:
         )
         st = _State(task=task, budget=budget, clock=self.clock, started=self.clock.monotonic(), trace=trace)
         guard = _GuardedLLM(self.llm, st) if self.llm is not None else None
+        if self._interrupted(st, "before reproduction"):
+            return self._finish(st, ("interrupted", st.interrupted))
         verdict = self._reproduce(st, guard)
         if verdict is None:
             for cfg in tier_plan.tiers:
                 trace.tiers.append(cfg.name)
                 self._run_tier(st, cfg, guard)
                 if st.accepted is not None or st.reverted is not None or st.proposer_dead:
+                    break
+                if st.interrupted:
                     break
                 if st.stop and st.stop != "rounds":
                     break
@@ -636,6 +655,8 @@ class RepairLoop:
             return
         plan: PlanOutcome | None = None
         for _ in range(rounds):
+            if self._interrupted(st, f"before round {len(st.trace.rounds) + 1}"):
+                return
             stop = self._round_stop(st, cfg)
             if stop:
                 st.stop = stop
@@ -650,6 +671,23 @@ class RepairLoop:
             if st.stop:
                 return
         st.stop = "rounds"
+
+    def _interrupted(self, st: _State, where: str) -> bool:
+        """Ask the interrupt (when there is one); on a reason record it and answer True."""
+        if self.interrupt is None or st.interrupted:
+            return bool(st.interrupted)
+        st.checks += 1
+        try:
+            reason = self.interrupt.check()
+        except Exception as exc:  # errors are data: a failed check is not a reason to stop
+            st.trace.notices.append(f"interrupt check {st.checks} failed: {type(exc).__name__}: {exc}")
+            return False
+        if not reason:
+            return False
+        st.interrupted = " ".join(str(reason).split()) or "interrupted"
+        st.trace.interrupt = {"check": st.checks, "where": where, "reason": st.interrupted}
+        st.trace.notices.append(f"interrupted {where}: {st.interrupted}")
+        return True
 
     def _round_stop(self, st: _State, cfg: TierConfig) -> str:
         """The budget dimension that forbids another round, or ''."""
@@ -1144,6 +1182,8 @@ class RepairLoop:
             else:
                 st.quality_reason = "no budget left to regenerate after clarification"
             return
+        if self._interrupted(st, f"before round {len(st.trace.rounds) + 1} (regeneration)"):
+            return  # nothing accepted: the verdict is `interrupted`, with no patch
         original = st.task
         st.task = replace(
             original,
@@ -1203,6 +1243,8 @@ class RepairLoop:
             )
         elif st.proposer_dead:
             verdict, reason = "proposer_failed", f"the proposer cannot continue: {st.proposer_dead}"
+        elif st.interrupted:
+            verdict, reason = "interrupted", st.interrupted
         else:
             verdict, reason = self._unfixed(st)
         out.verdict, out.reason = verdict, reason
@@ -1238,6 +1280,7 @@ class RepairLoop:
             budget=st.budget,
             notices=tuple(trace.notices),
             trace=trace,
+            stopped_by="" if returned is not None else st.stop,
         )
 
     def _unfixed(self, st: _State) -> tuple[Verdict, str]:

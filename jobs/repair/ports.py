@@ -5,6 +5,8 @@
 - ``Runner`` (``runners.base.Runner``: ``runners.sandbox.LocalSandbox``; fake: ``runners.fake.FakeRunner``)
 - ``Gate`` (``jobs.repair.gates``)
 - :class:`Clock` (wall time is read only through it, so replays are exact)
+- :class:`Interrupt` (optional: someone outside asks the repair to stop; the pipeline answers
+  from the store, a replay answers from the trace)
 """
 
 from __future__ import annotations
@@ -68,4 +70,20 @@ class Clock(Protocol):
 
     def monotonic(self) -> float:
         """Seconds from an arbitrary origin."""
+        ...
+
+
+@runtime_checkable
+class Interrupt(Protocol):
+    """Asked by the controller before reproduction and before every round: should it stop?
+
+    The answer is a reason a maintainer understands ("stopped by @alice", "ARCS is paused for
+    octo by an org admin"), or None to go on. The loop stops cleanly on a reason: verdict
+    ``interrupted``, the reason in the trace, no patch. Implementations must be cheap (one
+    store read) and must not raise for a transient problem: answer None and let the next check
+    try again.
+    """
+
+    def check(self) -> str | None:
+        """A reason to stop now, or None."""
         ...

@@ -459,6 +459,9 @@ class Trace:
     llm_calls: list[dict[str, Any]] = field(default_factory=list)
     """Recorded model calls (:class:`jobs.repair.proposers.replay.CallRecord` JSON), in order."""
     timings: dict[str, float] = field(default_factory=dict)
+    interrupt: dict[str, Any] = field(default_factory=dict)
+    """``{check, where, reason}`` when an interrupt stopped the run (a replay stops at the same
+    check); empty otherwise."""
     version: int = TRACE_VERSION
 
     # -- derived ---------------------------------------------------------------------------------
@@ -524,6 +527,7 @@ class Trace:
             "usage": usage_to_json(self.usage),
             "llm_calls": _plain(self.llm_calls),
             "timings": {k: round(v, 4) for k, v in sorted(self.timings.items())},
+            "interrupt": _plain(self.interrupt),
         }
 
     @classmethod
@@ -556,6 +560,7 @@ class Trace:
             usage=usage_from_json(data.get("usage")),
             llm_calls=[dict(c) for c in data.get("llm_calls", ())],
             timings={str(k): float(v) for k, v in dict(data.get("timings", {})).items()},
+            interrupt=dict(data.get("interrupt") or {}),
             version=version,
         )
 
@@ -621,6 +626,7 @@ VERDICT_TITLES: Mapping[str, str] = {
     "no_candidates": "NO CANDIDATES",
     "reverted": "REVERTED",
     "proposer_failed": "PROPOSER FAILED",
+    "interrupted": "INTERRUPTED",
 }
 
 

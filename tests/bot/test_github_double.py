@@ -8,13 +8,22 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
 from pydantic import SecretStr
 
 from bot.github.auth import AppCredentials, create_app_jwt
-from tests.fakes.github_double import TEST_APP_ID, FakeClock, GitHubDouble, generate_app_key
+from tests.fakes.github_double import (
+    TEST_APP_ID,
+    TEST_CLIENT_ID,
+    TEST_CLIENT_SECRET,
+    WITH_MEMBERS,
+    FakeClock,
+    GitHubDouble,
+    generate_app_key,
+)
 
 
 @pytest.fixture
@@ -248,3 +257,175 @@ def test_git_smart_http_requires_a_token_with_contents_access(
     other = double.issue_token(inst, repositories=["acme/gadgets"])
     assert _git(tmp_path, "clone", "-q", url, "c2", header=_basic(other)).returncode != 0
     assert double.unexpected == []
+
+
+# --- the OAuth web flow and user tokens (dashboard login) ----------------------------------------
+
+CALLBACK = "http://arcs.test/login/callback"
+
+
+def _authorize(double: GitHubDouble, **params: str) -> httpx.Response:
+    query = {"client_id": TEST_CLIENT_ID, "redirect_uri": CALLBACK, "state": "s1", **params}
+    return _HTTP.get(double.base_url + "/login/oauth/authorize", params=query)
+
+
+def _exchange(double: GitHubDouble, code: str, **fields: str) -> httpx.Response:
+    data = {"client_id": TEST_CLIENT_ID, "client_secret": TEST_CLIENT_SECRET, "code": code, **fields}
+    return _HTTP.post(
+        double.base_url + "/login/oauth/access_token", data=data, headers={"Accept": "application/json"}
+    )
+
+
+def _code_of(response: httpx.Response) -> str:
+    assert response.status_code == 302, response.text
+    query = parse_qs(urlsplit(response.headers["location"]).query)
+    assert query["state"] == ["s1"]
+    return query["code"][0]
+
+
+def test_the_oauth_web_flow_issues_a_user_token(github_double: GitHubDouble) -> None:
+    double = github_double
+    double.register_callback(CALLBACK)
+    double.sign_in("alice")
+    answer = _authorize(double)
+    assert answer.headers["location"].startswith(CALLBACK + "?code=")
+    code = _code_of(answer)
+    token = _exchange(double, code, redirect_uri=CALLBACK).json()
+    assert token["token_type"] == "bearer" and token["access_token"].startswith("ghu_")
+    me = _api(double, "GET", "/user", token["access_token"])
+    assert me.status_code == 200 and me.json()["login"] == "alice"
+    # A code works once; a wrong secret or callback gets GitHub's error JSON (with a 200).
+    assert _exchange(double, code).json()["error"] == "bad_verification_code"
+    fresh = _code_of(_authorize(double))
+    wrong = _exchange(double, fresh, client_secret="nope")
+    assert wrong.status_code == 200 and wrong.json()["error"] == "incorrect_client_credentials"
+    assert (
+        _exchange(double, fresh, redirect_uri="http://elsewhere/cb").json()["error"]
+        == "redirect_uri_mismatch"
+    )
+    assert double.unexpected == [] and double.mutations == []
+
+
+def test_a_code_expires_after_ten_minutes(github_double: GitHubDouble, fake_clock: FakeClock) -> None:
+    github_double.register_callback(CALLBACK)
+    github_double.sign_in("alice")
+    code = _code_of(_authorize(github_double))
+    fake_clock.advance(601)
+    assert _exchange(github_double, code).json()["error"] == "bad_verification_code"
+
+
+def test_a_denied_authorization_redirects_with_the_error(github_double: GitHubDouble) -> None:
+    github_double.register_callback(CALLBACK)
+    github_double.sign_in("alice")
+    github_double.deny_next_authorization()
+    query = parse_qs(urlsplit(_authorize(github_double).headers["location"]).query)
+    assert query["error"] == ["access_denied"] and query["state"] == ["s1"] and "code" not in query
+    assert "code" in parse_qs(urlsplit(_authorize(github_double).headers["location"]).query)
+
+
+def test_the_oauth_endpoints_are_strict(github_double: GitHubDouble) -> None:
+    double = github_double
+    double.sign_in("alice")
+    assert _authorize(double).status_code == 400  # no callback URL registered
+    double.register_callback(CALLBACK)
+    assert _authorize(double, redirect_uri="http://evil.test/cb").status_code == 400
+    assert _authorize(double, state="").status_code == 400
+    assert _authorize(double, client_id="Iv1.other").status_code == 404
+    assert _authorize(double, scope="repo").status_code == 422
+    double.sign_out()
+    assert _authorize(double).status_code == 401
+    double.sign_in("alice")
+    code = _code_of(_authorize(double))
+    no_json = _HTTP.post(
+        double.base_url + "/login/oauth/access_token",
+        data={"client_id": TEST_CLIENT_ID, "client_secret": TEST_CLIENT_SECRET, "code": code},
+    )
+    assert no_json.status_code == 406
+    assert len(double.unexpected) == 7
+    double.unexpected.clear()
+
+
+def _visibility_world(double: GitHubDouble) -> dict[str, int]:
+    double.add_org("acme")
+    double.add_member("acme", "alice", role="admin")
+    double.add_member("acme", "bob")
+    double.add_member("acme", "carol", state="pending")
+    double.add_org("vault", base_permission="none")
+    double.add_member("vault", "bob")
+    double.grant("erin", "vault/open")
+    ids = {
+        "acme": double.add_installation("acme", ["acme/a", "acme/b"], permissions=WITH_MEMBERS).id,
+        "vault": double.add_installation("vault", ["vault/secret", "vault/open"]).id,
+        "dave": double.add_installation("dave", ["dave/dots"]).id,
+        "foreign": double.add_installation("acme", ["acme/a"], app_id=77).id,
+    }
+    return ids
+
+
+def _listing(double: GitHubDouble, login: str) -> dict[str, list[str]]:
+    token = double.issue_user_token(login)
+    installations = _api(double, "GET", "/user/installations", token).json()["installations"]
+    out: dict[str, list[str]] = {}
+    for inst in installations:
+        assert inst["app_id"] == int(TEST_APP_ID)
+        repos = _api(double, "GET", f"/user/installations/{inst['id']}/repositories", token).json()
+        out[inst["account"]["login"]] = sorted(r["full_name"] for r in repos["repositories"])
+    return out
+
+
+def test_user_tokens_see_what_the_user_may_see(github_double: GitHubDouble) -> None:
+    double = github_double
+    ids = _visibility_world(double)
+    assert _listing(double, "alice") == {"acme": ["acme/a", "acme/b"]}
+    # bob: acme's repositories as a member; in vault (base permission none) nothing granted.
+    assert _listing(double, "bob") == {"acme": ["acme/a", "acme/b"]}
+    assert _listing(double, "erin") == {"vault": ["vault/open"]}
+    assert _listing(double, "carol") == {}  # a pending invitation shows nothing
+    assert _listing(double, "dave") == {"dave": ["dave/dots"]}
+    # Another App's installation and an installation the user cannot see answer 404.
+    token = double.issue_user_token("bob")
+    for iid in (ids["foreign"], ids["dave"]):
+        assert _api(double, "GET", f"/user/installations/{iid}/repositories", token).status_code == 404
+    assert double.unexpected == []
+
+
+def test_the_membership_route_needs_the_members_permission(github_double: GitHubDouble) -> None:
+    double = github_double
+    _visibility_world(double)
+    alice, bob, carol = (double.issue_user_token(login) for login in ("alice", "bob", "carol"))
+    admin = _api(double, "GET", "/user/memberships/orgs/acme", alice).json()
+    assert (admin["state"], admin["role"], admin["organization"]["login"]) == ("active", "admin", "acme")
+    assert _api(double, "GET", "/user/memberships/orgs/ACME", bob).json()["role"] == "member"
+    assert _api(double, "GET", "/user/memberships/orgs/acme", carol).json()["state"] == "pending"
+    assert (
+        _api(double, "GET", "/user/memberships/orgs/acme", double.issue_user_token("zed")).status_code == 404
+    )
+    # vault's installation lacks "members: read".
+    assert _api(double, "GET", "/user/memberships/orgs/vault", bob).status_code == 403
+    assert double.unexpected == []
+
+
+def test_user_and_installation_tokens_do_not_mix(
+    setup: tuple[GitHubDouble, int], fake_clock: FakeClock
+) -> None:
+    double, iid = setup
+    installation_token = double.issue_token(double.installations[iid])
+    user_token = double.issue_user_token("alice")
+    assert _api(double, "GET", "/user", installation_token).status_code == 403
+    assert _api(double, "GET", "/repos/acme/widgets", user_token).status_code == 401
+    assert _api(double, "GET", "/user").status_code == 401
+    assert _api(double, "GET", "/user", user_token).status_code == 200
+    fake_clock.advance(8 * 3600 + 1)
+    assert _api(double, "GET", "/user", user_token).status_code == 401
+    assert double.unexpected == []
+
+
+def test_user_listings_paginate(github_double: GitHubDouble) -> None:
+    double = github_double
+    inst = double.add_installation("acme", [f"acme/r{i:03d}" for i in range(150)])
+    double.add_member("acme", "bob")
+    token = double.issue_user_token("bob")
+    first = _api(double, "GET", f"/user/installations/{inst.id}/repositories?per_page=100", token)
+    assert first.json()["total_count"] == 150 and len(first.json()["repositories"]) == 100
+    second = _HTTP.get(first.links["next"]["url"], headers={"Authorization": f"Bearer {token}"})
+    assert len(second.json()["repositories"]) == 50 and "link" not in second.headers

@@ -1,4 +1,4 @@
-"""issues labeled with the ARCS label -> repair_issue."""
+"""issues labeled -> repair_issue (the worker checks the label against .arcs.yml)."""
 
 from __future__ import annotations
 
@@ -30,9 +30,20 @@ def test_label_match_is_case_insensitive(settings: Settings) -> None:
     assert decide(settings, label__name="ARCS").queued
 
 
-def test_other_labels_are_ignored(settings: Settings) -> None:
-    decision = decide(settings, label__name="bug")
-    assert not decision.queued and "'bug'" in (decision.reason or "")
+def test_any_label_is_enqueued_for_the_worker_to_check_against_arcs_yml(settings: Settings) -> None:
+    # A repository may configure another label in .arcs.yml; only the worker can read it.
+    (job,) = decide(settings, label__name="autofix").jobs
+    assert job.actor == "repair_issue" and job.args["label"] == "autofix"
+
+
+def test_labels_added_by_arcs_itself_are_ignored(settings: Settings) -> None:
+    decision = decide(settings, sender__login=settings.bot_login)
+    assert not decision.queued and "ARCS itself" in (decision.reason or "")
+
+
+def test_pull_requests_are_ignored(settings: Settings) -> None:
+    decision = decide(settings, issue__pull_request={"url": "https://api.github.com/x"})
+    assert not decision.queued and "pull request" in (decision.reason or "")
 
 
 def test_closed_issues_are_ignored(settings: Settings) -> None:

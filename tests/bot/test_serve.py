@@ -14,13 +14,17 @@ from pathlib import Path
 
 import httpx
 import pytest
+from pydantic import SecretStr
 
 from bot.cli.serve_cmd import (
     APP_FACTORY,
     WORKER_CLASS,
     effective_settings,
     gunicorn_options,
+    new_setup_token,
     read_secrets_file,
+    share_setup_token,
+    with_setup_token,
 )
 from bot.errors import ConfigError, UsageError
 from bot.settings import Settings
@@ -51,7 +55,7 @@ class Server:
             "ARCS_EMBEDDER": "hash",
             "ARCS_LOG_FORMAT": "json",
         }
-        for key in ("ARCS_BROKER_URL", "ARCS_DATABASE_URL", "ARCS_APP_ID"):
+        for key in ("ARCS_BROKER_URL", "ARCS_DATABASE_URL", "ARCS_APP_ID", "ARCS_SETUP_TOKEN"):
             env.pop(key, None)
         self.proc = subprocess.Popen(
             [sys.executable, "-c", LAUNCHER, "serve", "--host", "127.0.0.1", "--port", "0", "--workers", "1"],
@@ -126,6 +130,22 @@ def test_serve_answers_probes_and_a_signed_webhook(server: Server) -> None:
     assert any("uvicorn" in line.lower() or "Booting worker" in line for line in server.lines)
 
 
+@pytest.mark.slow
+def test_serve_prints_the_setup_link_and_its_workers_require_the_token(server: Server) -> None:
+    base = server.base_url()
+    links = [m for line in server.lines if (m := re.search(r"create it at (\S+)", line))]
+    assert len(links) == 1, "".join(server.lines)
+    link = links[0].group(1)
+    assert link.startswith("http://localhost:8000/setup?token=")
+    token = link.split("token=", 1)[1]
+    assert len(token) >= 40
+    with httpx.Client(base_url=base, timeout=30) as client:
+        assert client.get("/setup").status_code == 403
+        assert client.get("/setup", params={"token": token[:-1]}).status_code == 403
+        opened = client.get("/setup", params={"token": token})
+        assert opened.status_code == 200 and "name='manifest'" in opened.text
+
+
 # --- the pure parts ---------------------------------------------------------------------------
 
 
@@ -176,6 +196,14 @@ def test_secrets_file_fills_unset_settings(settings: Settings) -> None:
     assert effective_settings(settings, {"ARCS_APP_ID": "1"}).app_id is None
 
 
+def test_secrets_file_client_credentials_reach_the_settings(settings: Settings) -> None:
+    settings.home.mkdir(parents=True, exist_ok=True)
+    (settings.home / "secrets.env").write_text("ARCS_CLIENT_ID=Iv1.abc\nARCS_CLIENT_SECRET='s e c'\n")
+    merged = effective_settings(settings, {})
+    assert merged.client_id == "Iv1.abc"
+    assert merged.client_secret is not None and merged.client_secret.get_secret_value() == "s e c"
+
+
 def test_no_secrets_file(settings: Settings) -> None:
     assert effective_settings(settings, {}) is settings
 
@@ -186,3 +214,51 @@ def test_malformed_secrets_file(tmp_path: Path, line: str) -> None:
     path.write_text(line + "\n")
     with pytest.raises(ConfigError):
         read_secrets_file(path)
+
+
+# --- the setup token --------------------------------------------------------------------------
+
+
+def test_an_unconfigured_app_gets_a_fresh_setup_token(settings: Settings) -> None:
+    bare = settings.model_copy(
+        update={"app_id": None, "setup_token": None, "public_url": "https://arcs.example/"}
+    )
+    locked, link = with_setup_token(bare, make_token=lambda: "tok-0123456789abcdef")
+    assert link == "https://arcs.example/setup?token=tok-0123456789abcdef"
+    assert locked.setup_token is not None and locked.setup_token.get_secret_value() == "tok-0123456789abcdef"
+    assert locked.home == bare.home and bare.setup_token is None
+
+
+def test_random_tokens_differ_and_are_long() -> None:
+    first, second = new_setup_token(), new_setup_token()
+    assert first != second and len(first) >= 43 and re.fullmatch(r"[A-Za-z0-9_-]+", first)
+
+
+def test_a_configured_setup_token_is_kept(settings: Settings) -> None:
+    given = settings.model_copy(update={"app_id": None, "setup_token": SecretStr("operator-chosen-token")})
+    locked, link = with_setup_token(given, make_token=lambda: pytest.fail("no new token"))
+    assert locked is given
+    assert link is not None and link.endswith("/setup?token=operator-chosen-token")
+
+
+def test_a_short_configured_setup_token_is_a_config_error(settings: Settings) -> None:
+    given = settings.model_copy(update={"app_id": None, "setup_token": SecretStr("short")})
+    with pytest.raises(ConfigError, match="ARCS_SETUP_TOKEN must be at least 16 characters"):
+        with_setup_token(given)
+
+
+def test_a_configured_app_gets_no_setup_token(settings: Settings) -> None:
+    with_id = settings.model_copy(update={"app_id": "12"})
+    assert with_setup_token(with_id, make_token=lambda: pytest.fail("no token")) == (with_id, None)
+    settings.home.mkdir(parents=True, exist_ok=True)
+    (settings.home / "secrets.env").write_text("ARCS_APP_ID=12\n")
+    bare = settings.model_copy(update={"app_id": None})
+    assert with_setup_token(bare, make_token=lambda: pytest.fail("no token")) == (bare, None)
+
+
+def test_the_token_is_shared_through_the_environment(settings: Settings) -> None:
+    environ: dict[str, str] = {}
+    share_setup_token(settings.model_copy(update={"setup_token": None}), environ)
+    assert environ == {}
+    share_setup_token(settings.model_copy(update={"setup_token": SecretStr("t" * 20)}), environ)
+    assert environ == {"ARCS_SETUP_TOKEN": "t" * 20}

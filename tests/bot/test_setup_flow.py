@@ -1,4 +1,5 @@
-"""The GitHub App manifest flow against a local stub of the conversions endpoint; app.yml."""
+"""The GitHub App manifest flow (behind its one-time token) against a local stub of the
+conversions endpoint; app.yml."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 import yaml
+from pydantic import SecretStr
 from starlette.testclient import TestClient
 
 from bot.settings import Settings
@@ -25,9 +28,11 @@ from bot.web.setup import (
     build_manifest,
     github_web_url,
     load_manifest,
+    setup_url,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "setup-token-for-the-tests-0123456789"
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIB-not-a-real-key\n-----END RSA PRIVATE KEY-----\n"
 CONVERSION = {
     "id": 4242,
@@ -36,7 +41,7 @@ CONVERSION = {
     "pem": PEM,
     "webhook_secret": "whsec with 'quotes' and $dollars",
     "client_id": "Iv1.abc",
-    "client_secret": "not-stored",
+    "client_secret": "oauth secret with 'quotes'",
     "html_url": "https://github.com/apps/arcs-selfhosted",
 }
 
@@ -95,17 +100,29 @@ def stub() -> Iterator[GitHubStub]:
 
 @pytest.fixture
 def setup_settings(settings: Settings, stub: GitHubStub) -> Settings:
-    return settings.model_copy(update={"github_api_url": stub.api_url, "public_url": "http://arcs.test"})
+    return settings.model_copy(
+        update={
+            "github_api_url": stub.api_url,
+            "public_url": "http://arcs.test",
+            "setup_token": SecretStr(TOKEN),
+        }
+    )
 
 
 def client_for(settings: Settings) -> TestClient:
     return TestClient(create_app(settings, store=MemoryDeliveryStore(), enqueuer=ListEnqueuer()))
 
 
-def start(client: TestClient, query: str = "") -> tuple[str, str, dict[str, Any]]:
-    """GET /setup; return (form action, state, manifest)."""
-    reply = client.get("/setup" + query)
-    assert reply.status_code == 200
+def setup_path(token: str | None = TOKEN, **params: str) -> str:
+    """``/setup?token=…&…``."""
+    query = {"token": token, **params} if token is not None else params
+    return "/setup" + (f"?{urlencode(query)}" if query else "")
+
+
+def start(client: TestClient, **params: str) -> tuple[str, str, dict[str, Any]]:
+    """GET /setup with the token; return (form action, state, manifest)."""
+    reply = client.get(setup_path(**params))
+    assert reply.status_code == 200, reply.text
     action_match = re.search(r"action='([^']+)'", reply.text)
     manifest_match = re.search(r"name='manifest' value='([^']+)'", reply.text)
     assert action_match and manifest_match
@@ -119,25 +136,30 @@ def start(client: TestClient, query: str = "") -> tuple[str, str, dict[str, Any]
 
 def test_setup_posts_the_manifest_to_github(setup_settings: Settings, stub: GitHubStub) -> None:
     with client_for(setup_settings) as client:
-        reply = client.get("/setup")
+        reply = client.get(setup_path())
         action, state, manifest = start(client)
     web = stub.api_url.removesuffix("/api/v3")
     assert action.startswith(f"{web}/settings/apps/new?state=")
     assert "document.forms[0].submit()" in reply.text
     assert manifest["hook_attributes"] == {"url": "http://arcs.test/webhooks/github", "active": True}
     assert manifest["redirect_url"] == "http://arcs.test/setup/callback"
+    assert manifest["callback_urls"] == ["http://arcs.test/login/callback"]
     assert manifest["url"] == "http://arcs.test"
     assert manifest["default_permissions"] == load_manifest()["default_permissions"]
     cookie = reply.headers["set-cookie"]
     assert STATE_COOKIE in cookie and "HttpOnly" in cookie and "SameSite=lax" in cookie
     assert "Path=/setup" in cookie and "Secure" not in cookie
     assert len(state) > 40
+    # The token stays here: neither the state nor the manifest posted to GitHub carries it,
+    # and the page sends no Referer.
+    assert TOKEN not in action and TOKEN not in json.dumps(manifest)
+    assert reply.headers["referrer-policy"] == "no-referrer"
 
 
 def test_setup_for_an_organization_and_a_name(setup_settings: Settings, stub: GitHubStub) -> None:
     with client_for(setup_settings) as client:
-        action, _, manifest = start(client, "?org=octo-org&name=ARCS%20for%20octo")
-        bad = client.get("/setup?org=../../evil")
+        action, _, manifest = start(client, org="octo-org", name="ARCS for octo")
+        bad = client.get(setup_path(org="../../evil"))
     assert "/organizations/octo-org/settings/apps/new?state=" in action
     assert manifest["name"] == "ARCS for octo"
     assert bad.status_code == 400
@@ -146,12 +168,13 @@ def test_setup_for_an_organization_and_a_name(setup_settings: Settings, stub: Gi
 def test_https_deployments_get_a_secure_cookie(setup_settings: Settings) -> None:
     secure = setup_settings.model_copy(update={"public_url": "https://arcs.example.com"})
     with client_for(secure) as client:
-        assert "Secure" in client.get("/setup").headers["set-cookie"]
+        assert "Secure" in client.get(setup_path()).headers["set-cookie"]
 
 
 def test_manifest_values_are_escaped(setup_settings: Settings) -> None:
     with client_for(setup_settings) as client:
-        reply = client.get("/setup?name=%27%3E%3Cscript%3Ealert(1)%3C/script%3E")
+        reply = client.get(setup_path(name="'><script>alert(1)</script>"))
+    assert reply.status_code == 200
     assert "<script>alert(1)" not in reply.text
 
 
@@ -176,7 +199,8 @@ def test_callback_exchanges_the_code_and_writes_secrets(setup_settings: Settings
     assert "ARCS_APP_ID=4242\n" in text
     assert f"ARCS_PRIVATE_KEY_PATH={pem}\n" in text
     assert "ARCS_BOT_LOGIN='arcs-selfhosted[bot]'\n" in text
-    assert "not-stored" not in text and PEM not in reply.text and "whsec" not in reply.text
+    assert "ARCS_CLIENT_ID=Iv1.abc\n" in text
+    assert PEM not in reply.text and "whsec" not in reply.text and "oauth secret" not in reply.text
     assert not [p for p in home.iterdir() if p.name.endswith(".tmp")]
 
     # The file is shell-sourceable and round-trips through the reader `arcs serve` uses.
@@ -185,12 +209,41 @@ def test_callback_exchanges_the_code_and_writes_secrets(setup_settings: Settings
     values = read_secrets_file(secrets_env)
     assert values["ARCS_WEBHOOK_SECRET"] == CONVERSION["webhook_secret"]
     assert values["ARCS_APP_ID"] == "4242"
+    assert values["ARCS_CLIENT_ID"] == "Iv1.abc"
+    assert values["ARCS_CLIENT_SECRET"] == CONVERSION["client_secret"]
+
+
+def test_the_secrets_file_becomes_the_next_starts_settings(setup_settings: Settings) -> None:
+    from bot.cli.serve_cmd import effective_settings
+
+    with client_for(setup_settings) as client:
+        _, state, _ = start(client)
+        assert client.get(f"/setup/callback?code=good-code&state={state}").status_code == 200
+    bare = setup_settings.model_copy(update={"setup_token": None})
+    merged = effective_settings(bare, {})
+    assert merged.app_id == "4242" and merged.bot_login == "arcs-selfhosted[bot]"
+    assert merged.private_key_path == setup_settings.home / "github-app.pem"
+    assert merged.webhook_secret is not None
+    assert merged.webhook_secret.get_secret_value() == CONVERSION["webhook_secret"]
+    assert merged.client_id == "Iv1.abc"
+    assert merged.client_secret is not None
+    assert merged.client_secret.get_secret_value() == CONVERSION["client_secret"]
+
+
+def test_an_answer_without_the_oauth_client_writes_no_client_lines(setup_settings: Settings) -> None:
+    from bot.web.setup import write_credentials
+
+    conversion = {k: v for k, v in CONVERSION.items() if not k.startswith("client_")}
+    text = write_credentials(setup_settings, conversion).read_text()
+    assert "ARCS_APP_ID=4242\n" in text and "CLIENT" not in text
 
 
 def test_callback_then_setup_is_refused(setup_settings: Settings) -> None:
     with client_for(setup_settings) as client:
         _, state, _ = start(client)
         assert client.get(f"/setup/callback?code=good-code&state={state}").status_code == 200
+        # The token is spent: the secrets file exists.
+        assert client.get(setup_path()).status_code == 409
         assert client.get("/setup").status_code == 409
         assert client.get(f"/setup/callback?code=good-code&state={state}").status_code == 409
 
@@ -261,6 +314,68 @@ def test_configured_app_refuses_setup(setup_settings: Settings) -> None:
         assert client.get("/setup/callback?code=good-code&state=x").status_code == 409
 
 
+# --- the setup token ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("token", [None, "", "wrong-token-of-some-length", TOKEN[:-1], TOKEN + "x"])
+def test_setup_without_the_token_is_forbidden(setup_settings: Settings, token: str | None) -> None:
+    with client_for(setup_settings) as client:
+        reply = client.get(setup_path(token, org="octo-org"))
+    assert reply.status_code == 403
+    assert "setup link" in reply.text and "arcs serve" in reply.text
+    assert "set-cookie" not in reply.headers and "manifest" not in reply.text
+
+
+@pytest.mark.parametrize("configured", [None, SecretStr("")])
+def test_no_token_configured_locks_setup(
+    setup_settings: Settings, stub: GitHubStub, configured: SecretStr | None
+) -> None:
+    unlocked = setup_settings.model_copy(update={"setup_token": configured})
+    with client_for(unlocked) as client:
+        for path in ("/setup", setup_path(), setup_path(""), "/setup/callback?code=good-code&state=1.a.b"):
+            reply = client.get(path)
+            assert reply.status_code == 403, path
+            assert "arcs serve" in reply.text and "ARCS_SETUP_TOKEN" in reply.text
+    assert stub.requests == []
+
+
+def test_a_short_configured_token_locks_setup(setup_settings: Settings) -> None:
+    short = setup_settings.model_copy(update={"setup_token": SecretStr("short")})
+    with client_for(short) as client:
+        reply = client.get(setup_path("short"))
+    assert reply.status_code == 403 and "shorter than 16" in reply.text
+
+
+def test_a_self_made_state_and_cookie_are_forbidden(setup_settings: Settings, stub: GitHubStub) -> None:
+    # Whoever has no token cannot skip /setup by presenting a state and cookie of their own.
+    import time
+
+    forged = f"{int(time.time())}.nonce.tag"
+    with client_for(setup_settings) as client:
+        client.cookies.set(STATE_COOKIE, forged)
+        reply = client.get(f"/setup/callback?code=good-code&state={forged}")
+    assert reply.status_code == 403 and "setup link" in reply.text
+    assert stub.requests == []
+    assert not (setup_settings.home / "secrets.env").exists()
+
+
+def test_a_state_signed_with_another_token_is_forbidden(setup_settings: Settings, stub: GitHubStub) -> None:
+    # e.g. the deployment restarted (a new random token) between /setup and GitHub's redirect.
+    with client_for(setup_settings) as client:
+        _, state, _ = start(client)
+    restarted = setup_settings.model_copy(update={"setup_token": SecretStr("another-token-0123456789")})
+    with client_for(restarted) as client:
+        client.cookies.set(STATE_COOKIE, state)
+        assert client.get(f"/setup/callback?code=good-code&state={state}").status_code == 403
+    assert stub.requests == []
+
+
+def test_setup_url(setup_settings: Settings) -> None:
+    assert setup_url(setup_settings, "a/b+c") == "http://arcs.test/setup?token=a%2Fb%2Bc"
+    slash = setup_settings.model_copy(update={"public_url": "https://arcs.example.com/"})
+    assert setup_url(slash, "t") == "https://arcs.example.com/setup?token=t"
+
+
 # --- URLs and app.yml -------------------------------------------------------------------------
 
 
@@ -292,6 +407,7 @@ def test_app_yml_is_least_privilege_and_commented() -> None:
         "checks": "write",
         "actions": "read",
         "metadata": "read",
+        "members": "read",
     }
     raw = (ROOT / "app.yml").read_text()
     for permission in manifest["default_permissions"]:

@@ -10,59 +10,21 @@ import concurrent.futures
 import datetime as dt
 import multiprocessing
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import inspect, text
 
 from bot.errors import ConfigError
 from bot.settings import Settings
 from bot.store import open_store
 from bot.store.models import Base
 from bot.store.store import Store, StoreUnavailable, create_store_engine, normalize_url
+from tests.conftest import CreateDb
 
-PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 TABLES = {"deliveries", "attempts", "pull_requests", "events"}
 SHA = "0" * 64
-
-CreateDb = Callable[[], str]
-
-
-def _pg_unreachable() -> str | None:
-    engine = create_engine(PG_ADMIN_URL, connect_args={"connect_timeout": 3})
-    try:
-        with engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
-    except Exception as exc:
-        return " ".join(str(exc).split())[:200]
-    finally:
-        engine.dispose()
-    return None
-
-
-@pytest.fixture(scope="session")
-def pg_create_db() -> Iterator[CreateDb]:
-    """Creates throwaway databases on the local server; drops them all at the end."""
-    reason = _pg_unreachable()
-    if reason is not None:
-        pytest.skip(f"PostgreSQL on 127.0.0.1:5432 is unreachable ({reason})")
-    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    created: list[str] = []
-
-    def create() -> str:
-        name = f"arcs_test_{uuid.uuid4().hex[:12]}"
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-        created.append(name)
-        return f"postgresql://postgres@127.0.0.1:5432/{name}"
-
-    yield create
-    with admin.connect() as conn:
-        for name in created:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
 
 
 @pytest.fixture(scope="session")
@@ -140,7 +102,7 @@ def test_migrations_upgrade_an_empty_database_once_under_concurrency(fresh_url: 
     with Store.open(url) as store:  # already at head: nothing to do, nothing breaks
         assert set(inspect(store.engine).get_table_names()) >= TABLES | {"alembic_version"}
         with store.engine.connect() as conn:
-            assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == "0001"
+            assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == "0002"
             # The ORM models and the migrations describe the same schema.
             assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+import structlog
 from starlette.requests import Request
 from starlette.testclient import TestClient
 
@@ -422,3 +423,49 @@ def test_signature_helper_matches_the_endpoint(h: Harness) -> None:
     body = encode(load("ping"))
     assert sign(body).startswith("sha256=")
     assert h.post("ping").status_code == 202
+
+
+# --- latency (for /metrics) ---------------------------------------------------------------------
+
+
+def latency_of(h: Harness, delivery: str) -> float | None:
+    return h.store.records[delivery].latency_ms
+
+
+def test_latency_is_recorded_for_the_deliveries_a_request_recorded(h: Harness) -> None:
+    assert h.post("issues.labeled", delivery="q").json()["status"] == "queued"
+    assert h.post("ping", delivery="i").json()["status"] == "ignored"
+    for delivery in ("q", "i"):
+        latency = latency_of(h, delivery)
+        assert latency is not None and latency > 0
+
+
+def test_a_duplicate_keeps_the_first_latency(h: Harness) -> None:
+    h.post("ping")
+    first = latency_of(h, "delivery-1")
+    assert h.post("ping").json()["status"] == "duplicate"
+    assert latency_of(h, "delivery-1") == first
+
+
+def test_latency_is_recorded_when_the_broker_failed(h: Harness) -> None:
+    h.queue.down = True
+    assert h.post("issues.labeled").status_code == 503
+    assert latency_of(h, "delivery-1") is not None
+
+
+def test_rejected_deliveries_record_no_latency(h: Harness) -> None:
+    body = encode(load("ping"))
+    reply = raw_post(h, body, headers("ping", body, secret="wrong"))
+    assert reply.status_code == 401 and h.store.records == {}
+
+
+def test_a_latency_failure_never_fails_the_webhook(h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(delivery_id: str, latency_ms: float) -> None:
+        raise ConnectionError("database went away")
+
+    monkeypatch.setattr(h.store, "set_delivery_latency", broken)
+    with structlog.testing.capture_logs() as logs:
+        reply = h.post("issues.labeled")
+    assert reply.status_code == 202 and reply.json()["status"] == "queued"
+    assert len(h.queue.jobs) == 1
+    assert [e for e in logs if e["event"] == "webhook_latency_not_saved"]

@@ -20,6 +20,19 @@ It is strict:
 Every request is recorded in :attr:`GitHubDouble.requests`; every successful mutation (REST or
 git push) in :attr:`GitHubDouble.mutations` with the token that made it. :meth:`GitHubDouble.fail_next`
 scripts rate-limit answers (429, secondary-limit 403) for retry tests.
+
+Dashboard login (the GitHub App's user-to-server OAuth web flow) is served at the web root, as on
+github.com: ``GET /login/oauth/authorize`` answers at once for the user :meth:`GitHubDouble.sign_in`
+named (a redirect to ``redirect_uri`` with ``code`` and ``state``, or ``error=access_denied`` after
+:meth:`GitHubDouble.deny_next_authorization`), ``POST /login/oauth/access_token`` trades the code
+for a ``ghu_`` user token bound to that user (GitHub's error JSON, with a 200, for a bad client
+secret or code). With that token: ``GET /user``, ``/user/installations``,
+``/user/installations/{id}/repositories`` and ``/user/memberships/orgs/{org}`` answer what the user
+may see: the installations whose account is the user, or an org where the user is an admin, or
+that hold a repository the user can see (an org member sees the org's repositories unless the
+org's base permission is ``none``; collaborators see theirs). The membership route needs the
+``members`` permission on the App's installation on that org (else 403), as on GitHub.
+:func:`oauth_login` drives the whole flow for a test client.
 """
 
 from __future__ import annotations
@@ -42,7 +55,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
+
+import httpx
 
 API_PREFIX = "/api/v3"
 ALL_PERMISSIONS: Mapping[str, str] = {
@@ -54,6 +69,8 @@ ALL_PERMISSIONS: Mapping[str, str] = {
     "actions": "read",
     "statuses": "write",
 }
+WITH_MEMBERS: Mapping[str, str] = {**ALL_PERMISSIONS, "members": "read"}
+"""The permissions plus organization ``members: read`` (what ``/user/memberships/orgs/{org}`` needs)."""
 PERMISSION_LEVELS = {"read": 1, "write": 2, "admin": 3}
 CHECK_STATUSES = {"queued", "in_progress", "completed", "waiting", "requested", "pending"}
 CHECK_CONCLUSIONS = {
@@ -96,6 +113,14 @@ class _Unexpected(_Reply):
 
 
 TEST_APP_ID = "4242"
+TEST_CLIENT_ID = "Iv1.a1b2c3d4e5f6a7b8"
+"""The test App's OAuth client id (``ARCS_CLIENT_ID``)."""
+TEST_CLIENT_SECRET = "arcs-test-client-secret-0123456789abcdef"
+"""The test App's OAuth client secret (``ARCS_CLIENT_SECRET``)."""
+OAUTH_CODE_TTL_S = 600.0
+"""GitHub's login codes expire after ten minutes."""
+USER_TOKEN_TTL_S = 8 * 3600.0
+"""User-to-server tokens expire after eight hours."""
 
 
 @dataclass(frozen=True)
@@ -157,13 +182,47 @@ def generate_app_key() -> AppKey:
 
 @dataclass
 class Installation:
-    """An installation of the test App on an account."""
+    """An installation of the test App (or, with ``app_id``, of another App) on an account."""
 
     id: int
     account: str
     repositories: set[str]
     """Full names the installation may access."""
     permissions: dict[str, str]
+    app_id: int | None = None
+    """``None``: the test App. Another App's installation only shows in ``/user/installations``."""
+
+
+@dataclass
+class Org:
+    """An organization: its members (login -> (role, state)) and the members' base permission."""
+
+    login: str
+    id: int
+    base_permission: str = "read"
+    """What every member may do on every repository (``none``: only what they were granted)."""
+    members: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
+@dataclass
+class OAuthCode:
+    """A login code ``/login/oauth/authorize`` handed out."""
+
+    value: str
+    login: str
+    client_id: str
+    redirect_uri: str
+    expires_at: float
+    used: bool = False
+
+
+@dataclass
+class UserToken:
+    """A user-to-server token (``ghu_``) bound to one user."""
+
+    value: str
+    login: str
+    expires_at: float
 
 
 @dataclass
@@ -271,6 +330,8 @@ class _Fault:
 class _Auth:
     kind: str
     token: Token | None = None
+    user: str | None = None
+    """The login a ``ghu_`` user token belongs to."""
 
 
 @dataclass
@@ -305,7 +366,7 @@ class _Route:
     pattern: re.Pattern[str]
     handler: Callable[..., tuple[int, Json] | tuple[int, Json, dict[str, str]]]
     auth: str
-    """``jwt``, ``token`` or ``none``."""
+    """``jwt``, ``token`` (installation), ``user`` (a ``ghu_`` user token) or ``none``."""
     permission: tuple[tuple[str, str], ...] = ()
     """Any one of these (name, level) pairs suffices."""
     query: frozenset[str] = frozenset()
@@ -349,6 +410,8 @@ class GitHubDouble:
         app_slug: str = "arcs",
         clock: Callable[[], float] = time.time,
         token_ttl_s: float = 3600.0,
+        client_id: str = TEST_CLIENT_ID,
+        client_secret: str = TEST_CLIENT_SECRET,
     ) -> None:
         self.root = Path(root)
         self.git_root = self.root / "git"
@@ -372,9 +435,23 @@ class GitHubDouble:
         self.unexpected: list[str] = []
         self.auth_failures: list[str] = []
         self._faults: list[_Fault] = []
+        # The OAuth web flow (dashboard login).
+        self.client_id = client_id
+        self.client_secret = client_secret
+        self.callback_urls: list[str] = []
+        """The App's registered callback URLs; ``redirect_uri`` must be one of them."""
+        self.orgs: dict[str, Org] = {}
+        self.repo_grants: dict[str, dict[str, str]] = {}
+        """Collaborators (login -> permission) of repositories that have no git repository here."""
+        self.signed_in: str | None = None
+        """The user logged in at GitHub (``/login/oauth/authorize`` answers for them)."""
+        self._deny_next = False
+        self.oauth_codes: dict[str, OAuthCode] = {}
+        self.user_tokens: dict[str, UserToken] = {}
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._routes = self._build_routes()
+        self._web_routes = self._build_web_routes()
 
     # --- lifecycle --------------------------------------------------------------------------------
 
@@ -444,17 +521,109 @@ class GitHubDouble:
         *,
         permissions: Mapping[str, str] = ALL_PERMISSIONS,
         installation_id: int | None = None,
+        app_id: int | None = None,
     ) -> Installation:
-        """Install the App on ``account`` with access to ``repositories`` (full names)."""
+        """Install the App (another App with ``app_id``) on ``account`` with access to
+        ``repositories`` (full names)."""
         with self._lock:
             inst = Installation(
                 id=installation_id or next(self._ids),
                 account=account,
                 repositories=set(repositories),
                 permissions=dict(permissions),
+                app_id=app_id if app_id is not None and str(app_id) != self.app_id else None,
             )
             self.installations[inst.id] = inst
             return inst
+
+    def add_org(self, login: str, *, base_permission: str = "read") -> Org:
+        """An organization (accounts not added here are users)."""
+        if base_permission not in ("none", "read", "write", "admin"):
+            raise ValueError(f"base permission {base_permission!r}")
+        with self._lock:
+            org = self.orgs.setdefault(login, Org(login=login, id=next(self._ids)))
+            org.base_permission = base_permission
+            return org
+
+    def add_member(self, org: str, login: str, *, role: str = "member", state: str = "active") -> None:
+        """Make ``login`` a member (``role`` ``member`` or ``admin``; ``state`` ``active`` or
+        ``pending``) of ``org`` (created when missing)."""
+        if role not in ("member", "admin") or state not in ("active", "pending"):
+            raise ValueError(f"membership {role}/{state}")
+        with self._lock:
+            found = self.orgs.get(org) or self.add_org(org)
+            self.add_user(login)
+            found.members[login] = (role, state)
+
+    def grant(self, login: str, full_name: str, permission: str = "write") -> None:
+        """Make ``login`` a collaborator of ``full_name`` (a repository added or not)."""
+        with self._lock:
+            self.add_user(login)
+            repo = self.repos.get(full_name)
+            if repo is not None:
+                repo.collaborators[login] = permission
+            else:
+                self.repo_grants.setdefault(full_name, {})[login] = permission
+
+    def sign_in(self, login: str) -> None:
+        """``login`` is the user logged in at GitHub: the authorize page answers for them."""
+        with self._lock:
+            self.add_user(login)
+            self.signed_in = login
+
+    def sign_out(self) -> None:
+        """Nobody is logged in at GitHub (an authorize request is then unexpected)."""
+        with self._lock:
+            self.signed_in = None
+
+    def register_callback(self, url: str) -> None:
+        """Register an OAuth callback URL of the App (what the manifest's ``callback_urls`` does)."""
+        with self._lock:
+            if url not in self.callback_urls:
+                self.callback_urls.append(url)
+
+    def deny_next_authorization(self) -> None:
+        """The next authorize request is answered as if the user clicked "Cancel"."""
+        with self._lock:
+            self._deny_next = True
+
+    def issue_user_token(self, login: str) -> str:
+        """A user-to-server token for ``login``, minted directly (no HTTP)."""
+        with self._lock:
+            self.add_user(login)
+            value = "ghu_" + secrets.token_urlsafe(27)
+            self.user_tokens[value] = UserToken(value, login, self.clock() + USER_TOKEN_TTL_S)
+            return value
+
+    def user_can_see_repo(self, login: str, full_name: str) -> bool:
+        """Whether ``login`` may read ``full_name``: its own, an org admin's or (unless the
+        org's base permission is ``none``) a member's, or a collaborator's."""
+        owner = full_name.split("/", 1)[0]
+        if owner == login:
+            return True
+        org = self.orgs.get(owner)
+        membership = org.members.get(login) if org is not None else None
+        if (
+            org is not None
+            and membership is not None
+            and membership[1] == "active"
+            and (membership[0] == "admin" or org.base_permission != "none")
+        ):
+            return True
+        repo = self.repos.get(full_name)
+        if repo is not None and login in repo.collaborators:
+            return True
+        return login in self.repo_grants.get(full_name, {})
+
+    def user_can_see_installation(self, login: str, inst: Installation) -> bool:
+        """Whether ``/user/installations`` lists ``inst`` for ``login``."""
+        org = self.orgs.get(inst.account)
+        if org is None:
+            if inst.account == login:
+                return True
+        elif org.members.get(login) == ("admin", "active"):
+            return True
+        return any(self.user_can_see_repo(login, full) for full in inst.repositories)
 
     def add_repo(
         self,
@@ -918,10 +1087,36 @@ class GitHubDouble:
                 ("check_name", "status", "filter", "per_page", "page"),
             ),
             ("GET", r"/_blobs/logs/(?P<job>\d+)", self._blob_logs, "none", (), ("sig",)),
+            # With a user-to-server token (dashboard login).
+            ("GET", r"/user", self._get_authenticated_user, "user", (), ()),
+            ("GET", r"/user/installations", self._user_installations, "user", (), ("per_page", "page")),
+            (
+                "GET",
+                r"/user/installations/(?P<iid>\d+)/repositories",
+                self._user_installation_repos,
+                "user",
+                (),
+                ("per_page", "page"),
+            ),
+            ("GET", r"/user/memberships/orgs/(?P<org>[^/]+)", self._user_membership, "user", (), ()),
         ]
         return [
             _Route(method, re.compile(f"^{pattern}$"), handler, auth, perm, frozenset(query))
             for method, pattern, handler, auth, perm, query in routes
+        ]
+
+    def _build_web_routes(self) -> list[_Route]:
+        # The OAuth web flow lives on the web host (github.com), not under the API prefix.
+        return [
+            _Route(
+                "GET",
+                re.compile(r"^/login/oauth/authorize$"),
+                self._oauth_authorize,
+                "none",
+                (),
+                frozenset({"client_id", "redirect_uri", "state", "login", "allow_signup", "prompt"}),
+            ),
+            _Route("POST", re.compile(r"^/login/oauth/access_token$"), self._oauth_access_token, "none"),
         ]
 
     def handle(self, req: _Request) -> tuple[int, dict[str, str], bytes]:
@@ -965,6 +1160,8 @@ class GitHubDouble:
             return status, headers, data
 
     def _dispatch(self, req: _Request) -> tuple[int, Json, dict[str, str]]:
+        if req.path.startswith("/login/oauth/"):
+            return self._dispatch_web(req)
         if req.path.startswith("/_blobs/"):
             path = req.path
         elif req.path.startswith(API_PREFIX + "/"):
@@ -1004,6 +1201,19 @@ class GitHubDouble:
             )
         return status, payload, headers
 
+    def _dispatch_web(self, req: _Request) -> tuple[int, Json, dict[str, str]]:
+        matched = [route for route in self._web_routes if route.pattern.match(req.path)]
+        if not matched:
+            raise _Unexpected(404, {"message": f"Not Found: the double does not implement {req.path}"})
+        route = next((r for r in matched if r.method == req.method), None)
+        if route is None:
+            raise _Unexpected(405, {"message": f"Method {req.method} not implemented for {req.path}"})
+        unknown_query = sorted(set(req.query) - route.query)
+        if unknown_query:
+            raise _Unexpected(422, {"message": f"unexpected query parameters {unknown_query}"})
+        result = route.handler(req)
+        return result[0], result[1], dict(result[2]) if len(result) > 2 else {}
+
     # --- authentication ------------------------------------------------------------------------
 
     def _authenticate(self, req: _Request, route: _Route, params: Mapping[str, str]) -> None:
@@ -1016,6 +1226,20 @@ class GitHubDouble:
                 self._deny(req, 401, "A JSON web token could not be decoded")
             self._verify_jwt(req, credential)
             req.auth = _Auth("jwt")
+            return
+        if route.auth == "user":
+            scheme, _, credential = header.partition(" ")
+            if scheme.lower() not in ("token", "bearer") or not credential:
+                self._deny(req, 401, "Requires authentication")
+            user = self.user_tokens.get(credential)
+            if user is None:
+                if credential in self.tokens:
+                    self._deny(req, 403, "Resource not accessible by integration")
+                self._deny(req, 401, "Bad credentials")
+            assert user is not None
+            if self.clock() >= user.expires_at:
+                self._deny(req, 401, "Bad credentials")
+            req.auth = _Auth("user", user=user.login)
             return
         scheme, _, credential = header.partition(" ")
         if scheme.lower() not in ("token", "bearer") or not credential:
@@ -1085,7 +1309,7 @@ class GitHubDouble:
     def _get_repo_installation(self, req: _Request, owner: str, repo: str) -> tuple[int, Json]:
         full = f"{owner}/{repo}"
         for inst in self.installations.values():
-            if full in inst.repositories:
+            if inst.app_id is None and full in inst.repositories:
                 return 200, {"id": inst.id, "app_id": int(self.app_id), "account": {"login": inst.account}}
         raise _Reply(404, {"message": "Not Found"})
 
@@ -1093,7 +1317,7 @@ class GitHubDouble:
         body = req.json()
         _validate(body, allowed={"repositories": list, "repository_ids": list, "permissions": dict})
         inst = self.installations.get(int(iid))
-        if inst is None:
+        if inst is None or inst.app_id is not None:
             raise _Reply(404, {"message": "Not Found"})
         repos = set(inst.repositories)
         if body.get("repositories") is not None:
@@ -1152,6 +1376,211 @@ class GitHubDouble:
         if login not in self.users:
             raise _Reply(404, {"message": "Not Found"})
         return 200, self._user_json(login)
+
+    # --- OAuth web flow (dashboard login) ---------------------------------------------------------
+
+    def _oauth_authorize(self, req: _Request) -> tuple[int, Json, dict[str, str]]:
+        if req.arg("client_id") != self.client_id:
+            raise _Unexpected(404, "authorize: unknown client_id")
+        if not self.callback_urls:
+            raise _Unexpected(400, "authorize: the App has no callback URL (call register_callback)")
+        redirect_uri = req.arg("redirect_uri") or self.callback_urls[0]
+        if redirect_uri not in self.callback_urls:
+            raise _Unexpected(
+                400, f"authorize: redirect_uri {redirect_uri!r} is not a registered callback URL"
+            )
+        state = req.arg("state")
+        if not state:
+            # GitHub does not insist, but a login without state is open to login CSRF.
+            raise _Unexpected(400, "authorize: no state parameter")
+        params: dict[str, str]
+        if self._deny_next:
+            self._deny_next = False
+            params = {
+                "error": "access_denied",
+                "error_description": "The user has denied your application access.",
+                "error_uri": "https://docs.github.com/apps/troubleshooting-authorization-request-errors/#access-denied",
+                "state": state,
+            }
+        else:
+            if self.signed_in is None:
+                raise _Unexpected(401, "authorize: nobody is signed in at GitHub (call sign_in)")
+            code = secrets.token_hex(10)
+            self.oauth_codes[code] = OAuthCode(
+                value=code,
+                login=self.signed_in,
+                client_id=self.client_id,
+                redirect_uri=redirect_uri,
+                expires_at=self.clock() + OAUTH_CODE_TTL_S,
+            )
+            params = {"code": code, "state": state}
+        sep = "&" if "?" in redirect_uri else "?"
+        return 302, None, {"Location": redirect_uri + sep + urlencode(params)}
+
+    @staticmethod
+    def _oauth_error(error: str, description: str) -> tuple[int, Json]:
+        # GitHub answers these with a 200.
+        return 200, {
+            "error": error,
+            "error_description": description,
+            "error_uri": f"https://docs.github.com/apps/troubleshooting-oauth-app-access-token-request-errors/#{error.replace('_', '-')}",
+        }
+
+    def _oauth_access_token(self, req: _Request) -> tuple[int, Json]:
+        if "application/json" not in req.headers.get("accept", ""):
+            raise _Unexpected(
+                406, "access_token: send Accept: application/json (else GitHub answers form-encoded)"
+            )
+        content_type = req.headers.get("content-type", "")
+        fields: dict[str, Json]
+        if content_type.startswith("application/x-www-form-urlencoded"):
+            parsed = parse_qs(req.body.decode("utf-8", "replace"), keep_blank_values=True)
+            fields = {k: v[-1] for k, v in parsed.items()}
+        elif content_type.startswith("application/json"):
+            fields = req.json()
+        else:
+            raise _Unexpected(415, f"access_token: unexpected content type {content_type!r}")
+        _validate(
+            fields,
+            allowed={"client_id": str, "client_secret": str, "code": str, "redirect_uri": str},
+            required=("client_id", "client_secret", "code"),
+        )
+        secret_ok = hmac.compare_digest(str(fields["client_secret"]).encode(), self.client_secret.encode())
+        if fields["client_id"] != self.client_id or not secret_ok:
+            return self._oauth_error(
+                "incorrect_client_credentials", "The client_id and/or client_secret passed are incorrect."
+            )
+        code = self.oauth_codes.get(str(fields["code"]))
+        if code is None or code.used or self.clock() >= code.expires_at:
+            return self._oauth_error("bad_verification_code", "The code passed is incorrect or expired.")
+        if fields.get("redirect_uri") is not None and fields["redirect_uri"] != code.redirect_uri:
+            return self._oauth_error(
+                "redirect_uri_mismatch",
+                "The redirect_uri MUST match the registered callback URL for this application.",
+            )
+        code.used = True
+        return 200, {
+            "access_token": self.issue_user_token(code.login),
+            "expires_in": int(USER_TOKEN_TTL_S),
+            "refresh_token": "ghr_" + secrets.token_urlsafe(54),
+            "refresh_token_expires_in": 15897600,
+            "scope": "",
+            "token_type": "bearer",
+        }
+
+    # --- user-token routes -----------------------------------------------------------------------
+
+    def _account_json(self, login: str) -> dict[str, Json]:
+        org = self.orgs.get(login)
+        if org is not None:
+            return {"login": login, "id": org.id, "type": "Organization"}
+        return {"login": login, "id": self.users.get(login, 0), "type": "User"}
+
+    def _installation_json(self, inst: Installation) -> dict[str, Json]:
+        account = self._account_json(inst.account)
+        return {
+            "id": inst.id,
+            "app_id": int(self.app_id),
+            "app_slug": self.app_slug,
+            "target_id": account["id"],
+            "target_type": account["type"],
+            "account": account,
+            "repository_selection": "selected",
+            "permissions": dict(inst.permissions),
+            "events": [],
+            "html_url": f"{self.base_url}/settings/installations/{inst.id}",
+        }
+
+    def _user_repo_json(self, full_name: str, login: str) -> dict[str, Json]:
+        repo = self.repos.get(full_name)
+        if repo is not None:
+            out = self._repo_json(repo)
+        else:
+            owner, name = full_name.split("/", 1)
+            out = {
+                "id": int(hashlib.sha256(full_name.encode()).hexdigest()[:8], 16),
+                "name": name,
+                "full_name": full_name,
+                "private": True,
+                "owner": self._account_json(owner),
+                "html_url": f"{self.base_url}/{full_name}",
+            }
+        owner = full_name.split("/", 1)[0]
+        org = self.orgs.get(owner)
+        granted = (repo.collaborators if repo is not None else self.repo_grants.get(full_name, {})).get(login)
+        admin = owner == login or (org is not None and org.members.get(login) == ("admin", "active"))
+        level = "admin" if admin else granted or (org.base_permission if org is not None else "read")
+        rank = PERMISSION_LEVELS.get(level, 1)
+        out["permissions"] = {"admin": rank >= 3, "push": rank >= 2, "pull": True}
+        return out
+
+    def _get_authenticated_user(self, req: _Request) -> tuple[int, Json]:
+        login = req.auth.user
+        assert login is not None
+        return 200, {
+            "login": login,
+            "id": self.users[login],
+            "type": "User",
+            "name": login.capitalize(),
+            "html_url": f"{self.base_url}/{login}",
+            "site_admin": False,
+        }
+
+    def _user_installations(self, req: _Request) -> tuple[int, Json, dict[str, str]]:
+        login = req.auth.user
+        assert login is not None
+        # A user token of this App lists this App's installations only.
+        visible = [
+            self._installation_json(inst)
+            for inst in sorted(self.installations.values(), key=lambda i: i.id)
+            if inst.app_id is None and self.user_can_see_installation(login, inst)
+        ]
+        page, headers = self._paginate(req, visible)
+        return 200, {"total_count": len(visible), "installations": page}, headers
+
+    def _user_installation_repos(self, req: _Request, iid: str) -> tuple[int, Json, dict[str, str]]:
+        login = req.auth.user
+        assert login is not None
+        inst = self.installations.get(int(iid))
+        if inst is None or inst.app_id is not None or not self.user_can_see_installation(login, inst):
+            raise _Reply(404, {"message": "Not Found"})
+        names = sorted(full for full in inst.repositories if self.user_can_see_repo(login, full))
+        repos = [self._user_repo_json(full, login) for full in names]
+        page, headers = self._paginate(req, repos)
+        return (
+            200,
+            {"total_count": len(repos), "repository_selection": "selected", "repositories": page},
+            headers,
+        )
+
+    def _user_membership(self, req: _Request, org: str) -> tuple[int, Json]:
+        login = req.auth.user
+        assert login is not None
+        found = next((o for o in self.orgs.values() if o.login.lower() == org.lower()), None)
+        inst = next(
+            (
+                i
+                for i in self.installations.values()
+                if i.app_id is None and found is not None and i.account == found.login
+            ),
+            None,
+        )
+        # GitHub Apps need the organization "members" permission for this route.
+        if inst is None or "members" not in inst.permissions:
+            self._deny(req, 403, "Resource not accessible by integration")
+        assert found is not None
+        membership = found.members.get(login)
+        if membership is None:
+            raise _Reply(404, {"message": "Not Found"})
+        role, state = membership
+        return 200, {
+            "url": f"{self.api_url}/orgs/{found.login}/memberships/{login}",
+            "state": state,
+            "role": role,
+            "organization_url": f"{self.api_url}/orgs/{found.login}",
+            "organization": {"login": found.login, "id": found.id},
+            "user": self._user_json(login),
+        }
 
     # --- repository routes ---------------------------------------------------------------------
 
@@ -1803,3 +2232,26 @@ class _Handler(BaseHTTPRequestHandler):
     do_PUT = _serve
     do_DELETE = _serve
     do_HEAD = _serve
+
+
+def oauth_login(
+    client: httpx.Client, double: GitHubDouble, *, next: str = "/", login: str | None = None
+) -> httpx.Response:
+    """Log in to an ARCS app through the double as a browser would, and return the answer of
+    ARCS' ``/login/callback`` (a redirect to ``next`` on success; cookies land in ``client``).
+
+    ``client`` talks to ARCS (a Starlette ``TestClient``, or an ``httpx.Client`` on a served app
+    whose ``ARCS_PUBLIC_URL`` is its base URL); the App's callback URL must be registered with
+    :meth:`GitHubDouble.register_callback`. ``login`` signs that user in at GitHub first.
+    """
+    if login is not None:
+        double.sign_in(login)
+    start = client.get("/login", params={"next": next}, follow_redirects=False)
+    assert start.status_code in (302, 303, 307), f"/login answered {start.status_code}: {start.text[:300]}"
+    authorize = start.headers["location"]
+    assert authorize.startswith(double.base_url + "/login/oauth/authorize?"), authorize
+    with httpx.Client(trust_env=False, verify=False) as browser:
+        answer = browser.get(authorize, follow_redirects=False)
+    assert answer.status_code == 302, f"authorize answered {answer.status_code}: {answer.text[:300]}"
+    callback = urlsplit(answer.headers["location"])
+    return client.get(f"{callback.path}?{callback.query}", follow_redirects=False)

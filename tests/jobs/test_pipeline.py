@@ -360,11 +360,31 @@ def test_issue_labels_from_people_without_write_are_refused(h: Harness) -> None:
     assert h.repair.requests == [] and len(h.store.events(kind="refusal")) == 1
 
 
-def test_the_repository_label_is_rechecked(h: Harness) -> None:
+def test_a_label_that_is_not_the_repository_label_is_skipped_silently(h: Harness) -> None:
     h.gh.config = RepoConfig(extra={"label": "autofix"})
-    assert pipeline.repair_issue(h.deps, issue_job()) == "refused"
-    ((_, body),) = h.gh.comments.values()
-    assert "`autofix`" in body and h.repair.requests == []
+    h.gh.permissions["visitor"] = "read"  # not even the permission is looked at
+    assert pipeline.repair_issue(h.deps, issue_job(sender="visitor", label="arcs")) == "skipped"
+    attempt = only_attempt(h.store)
+    assert attempt.status == "skipped" and "'autofix'" in (attempt.reason or "")
+    assert h.gh.comments == {} and h.gh.calls_to("create_check_run") == []
+    assert h.gh.calls_to("get_permission") == [] and h.store.events() == []
+    assert h.repair.requests == []
+
+
+def test_a_custom_label_from_arcs_yml_triggers_a_repair(h: Harness) -> None:
+    h.gh.config = RepoConfig(extra={"label": "autofix"})
+    assert pipeline.repair_issue(h.deps, issue_job(label="AutoFix")) == "fixed"
+    assert len(h.repair.requests) == 1
+
+
+def test_random_labels_never_get_a_reply_even_with_a_broken_arcs_yml(h: Harness) -> None:
+    h.gh.fail["load_repo_config"] = ArcsConfigError(".arcs.yml: unknown key `triger`", key="triger")
+    assert pipeline.repair_issue(h.deps, issue_job(label="bug")) == "skipped"
+    h.gh.fail["load_repo_config"] = ConnectionError("GitHub is down")
+    job = issue_job(label="question")
+    job = JobRequest(job.actor, job.args, idempotency_key="issue:other")
+    assert pipeline.repair_issue(h.deps, job) == "skipped"
+    assert h.gh.comments == {} and h.store.events() == [] and h.repair.requests == []
 
 
 def test_fix_on_an_issue_runs_with_the_command_options(h: Harness) -> None:

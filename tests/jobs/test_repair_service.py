@@ -188,3 +188,14 @@ def test_default_wiring_uses_the_app_gateway_and_the_fix_service(settings: Setti
         deps.github.close()
     finally:
         deps.store.close()
+
+
+def test_the_policy_grant_caps_the_usd_budget_and_only_lowers_it(settings: Settings, tmp_path: Path) -> None:
+    from bot.github.repo_config import parse_arcs_config
+
+    config = parse_arcs_config("budget: {usd: 0.5}\n")
+    service = _service(settings)
+    assert service.budget_for(_request(tmp_path, tmp_path, usd_cap=0.2), config).usd == 0.2
+    assert service.budget_for(_request(tmp_path, tmp_path, usd_cap=3.0), config).usd == 0.5
+    assert service.budget_for(_request(tmp_path, tmp_path, usd_cap=0.2), config).iterations == 5
+    assert service.own_budget(_request(tmp_path, tmp_path, usd_cap=0.2), config).usd == 0.5
