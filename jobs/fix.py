@@ -89,6 +89,12 @@ class FixRequest:
     unsafe_no_sandbox: bool = False
     toolchain_paths: tuple[Path, ...] = ()
     use_index: bool = True
+    failure_class: str = ""
+    """From the CI log analysis (``test``, ``build``…), recorded in the task."""
+    ci_tests: tuple[str, ...] = ()
+    """Failing tests the CI log names: preferred targets when they also fail in the sandbox."""
+    hints: tuple[tuple[str, int], ...] = ()
+    """``(path, line)`` the CI log points at: retrieval hints."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,7 +223,13 @@ def fix(
     task = (
         RepairTask.issue(*split_issue(sanitize_untrusted(request.issue_text)), test_command=resolved.command)
         if request.issue_text is not None
-        else RepairTask(kind="ci", test_command=resolved.command)
+        else RepairTask(
+            kind="ci",
+            test_command=resolved.command,
+            failure_class=request.failure_class,
+            ci_tests=request.ci_tests,
+            hints=request.hints,
+        )
     )
     runner = runner or _make_runner(request.unsafe_no_sandbox, request.toolchain_paths)
     wants_index = request.use_index and any(t.k > 0 for t in tiers.tiers)

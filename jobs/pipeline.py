@@ -158,6 +158,10 @@ def _temporary_dir(parent: Path) -> Iterator[Path]:
 # --- small pure helpers --------------------------------------------------------------------------
 
 
+MAX_LOG_LOCATIONS = 20
+"""``file:line`` references taken from a CI log as retrieval hints (the first ones matter most)."""
+
+
 def _one_line(text: str, limit: int = MAX_REASON_CHARS) -> str:
     flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
@@ -788,6 +792,15 @@ def _open_run(deps: Deps, attempt: Attempt, job: JobRequest) -> _Run | None:
     return _Run(deps, gh, attempt, job)
 
 
+def ci_title(args: Mapping[str, Any]) -> str | None:
+    """The dashboard's one-line title of a CI attempt ("CI failed on main"), if the job says."""
+    what = args.get("workflow_name") or args.get("source")
+    branch = args.get("head_branch")
+    if not what or not branch:
+        return None
+    return _one_line(f"{what} failed on {branch}", 300)
+
+
 def _claim(
     deps: Deps, job: JobRequest, key: str, message_id: str | None, **fields: Any
 ) -> tuple[Attempt, bool]:
@@ -795,6 +808,8 @@ def _claim(
     args = job.args
     fields.setdefault("installation_id", _int(args.get("installation_id")))
     fields.setdefault("delivery_id", args.get("delivery_id") or job.context.get("delivery_id"))
+    if "title" not in fields and (title := ci_title(args)) is not None:
+        fields["title"] = title
     attempt, created = deps.store.claim_attempt(key, repo=str(args["repo"]), message_id=message_id, **fields)
     bind_contextvars(attempt_id=str(attempt.id))
     if created:
@@ -1055,6 +1070,7 @@ def repair_ci_failure(deps: Deps, job: JobRequest, *, message_id: str | None = N
                 "failure_class": report.failure_class,
                 "failure_log": "\n".join(report.error_lines) or None,
                 "test_ids": tuple(report.test_ids),
+                "locations": tuple((ref.path, ref.line) for ref in report.locations[:MAX_LOG_LOCATIONS]),
                 "test_command": report.step.command if report.step and not report.step.uses else None,
             }
         limited = _admit(run, config, branch, fields, head_sha=head_sha, comment=False)
@@ -1109,6 +1125,7 @@ def repair_issue(deps: Deps, job: JobRequest, *, message_id: str | None = None) 
         if off is not None:
             return off
         issue = run.gh.get_issue(repo, number)
+        run.update(title=_one_line(issue.title, 300))
         if issue.state != "open":
             return run.finish(
                 "skipped",

@@ -159,7 +159,10 @@ class RepairRequest:
     failure_log: str | None = None
     """Error lines of the failed CI step (sanitized by the service before any model sees them)."""
     test_ids: tuple[str, ...] = ()
-    """Failing tests named by the CI log (targets); empty: reproduce and find them."""
+    """Failing tests named by the CI log (preferred targets when they fail in the sandbox too);
+    empty: reproduce and find them."""
+    locations: tuple[tuple[str, int], ...] = ()
+    """``(path, line)`` the CI log points at (retrieval hints for the loop)."""
     test_command: str | None = None
     """The failing CI step's command, when the log shows it (``.arcs.yml`` still wins)."""
     issue_title: str | None = None

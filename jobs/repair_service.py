@@ -178,6 +178,9 @@ class FixRepairService:
             unsafe_no_sandbox=self.unsafe_no_sandbox,
             toolchain_paths=self.toolchains if self.toolchains is not None else worker_toolchains(),
             use_index=self.use_index,
+            failure_class=request.failure_class or "",
+            ci_tests=request.test_ids,
+            hints=request.locations,
         )
 
     def run(self, request: RepairRequest) -> RepairOutcome:

@@ -340,6 +340,12 @@ class _GuardedLLM:
         return response
 
 
+def _named_in(test_id: str, names: Sequence[str]) -> bool:
+    """Whether ``test_id`` is one of ``names``, allowing for a different path prefix (CI may run
+    from another directory: ``pkg/tests/test_a.py::t`` is ``tests/test_a.py::t``)."""
+    return any(test_id == n or test_id.endswith("/" + n) or n.endswith("/" + test_id) for n in names)
+
+
 # --- run state -----------------------------------------------------------------------------------
 
 
@@ -506,6 +512,9 @@ class RepairLoop:
                     return "not_reproducible", rep.reason
             else:
                 targets = tuple(dict.fromkeys(failing))
+                seen_in_ci = tuple(t for t in targets if _named_in(t, task.ci_tests))
+                if seen_in_ci:
+                    targets = seen_in_ci
             if not targets and task.kind == "issue":
                 targets = self._design_test(st, guard)
                 if not targets and guard is None:

@@ -90,6 +90,9 @@ class RepairTask:
     """The task is explicitly about tests: policy gates then allow test edits."""
     hints: tuple[tuple[str, int], ...] = field(default_factory=tuple)
     """(path, line) locations from logs/tracebacks."""
+    ci_tests: tuple[str, ...] = ()
+    """Tests the CI log names as failing: when some of them also fail here, they are the targets
+    (the other local failures are then not what CI reported); otherwise every local failure is."""
 
     @classmethod
     def issue(cls, title: str, body: str, *, test_command: str = "") -> RepairTask:

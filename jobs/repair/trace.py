@@ -152,6 +152,7 @@ def task_to_json(task: RepairTask) -> dict[str, Any]:
         "target_tests": list(task.target_tests),
         "about_tests": task.about_tests,
         "hints": [[p, n] for p, n in task.hints],
+        "ci_tests": list(task.ci_tests),
     }
 
 
@@ -167,6 +168,7 @@ def task_from_json(data: Mapping[str, Any]) -> RepairTask:
         target_tests=tuple(str(t) for t in data.get("target_tests", ())),
         about_tests=bool(data.get("about_tests", False)),
         hints=tuple((str(p), int(n)) for p, n in data.get("hints", ())),
+        ci_tests=tuple(str(t) for t in data.get("ci_tests", ())),
     )
 
 

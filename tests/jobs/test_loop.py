@@ -240,6 +240,22 @@ def test_given_targets_that_pass_are_not_reproducible() -> None:
     assert result.verdict == "not_reproducible" and "target tests pass" in result.reason
 
 
+def test_tests_named_by_the_ci_log_become_the_targets() -> None:
+    two_failing = outcome([DOUBLE], {T: FAILURE, CHILD: Failure(CHILD, "AssertionError", "env")})
+    # CI ran from a subdirectory: its ids carry a prefix; the local run's do not.
+    loop, _ = make(ScriptedProposer([[FIX]]), base=two_failing)
+    task = replace(ci_task(), ci_tests=(f"pkg/{T}",), hints=(("calc/core.py", 2),))
+    result = loop.run(task, Budget(), "0")
+    assert result.trace.reproduction.targets == [T]
+    # None of the CI's tests fail here: every local failure is a target.
+    loop, _ = make(ScriptedProposer([[FIX]]), base=two_failing)
+    result = loop.run(replace(ci_task(), ci_tests=("tests/test_other.py::test_x",)), Budget(), "0")
+    assert sorted(result.trace.reproduction.targets) == sorted([T, CHILD])
+    # The task (with the CI hints) survives the trace's JSON.
+    again = load_trace(dump_trace(result.trace))
+    assert again.task.ci_tests == ("tests/test_other.py::test_x",)
+
+
 def test_flaky_failures_stop_at_zero_cost() -> None:
     proposer = ScriptedProposer([[FIX]])
     loop, wb = make(proposer, base=[BASE, ALL_PASS], llm=ScriptedLLM([]))

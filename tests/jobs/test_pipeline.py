@@ -159,6 +159,7 @@ def test_a_ci_failure_is_repaired_and_published_once(h: Harness) -> None:
         and attempt.finished_at is not None
     )
     assert attempt.branch == "arcs/fix/main" and attempt.base_branch == "main"
+    assert attempt.title == "workflow_run failed on main"  # the dashboard's one-liner
     # The repair saw the checkout and the failure the log names.
     (request,) = h.repair.requests
     assert request.kind == "ci" and request.head_sha == SHA and request.failure_class == "test"
@@ -332,6 +333,7 @@ def test_an_issue_is_repaired_on_the_default_branch(h: Harness) -> None:
     assert pipeline.repair_issue(h.deps, issue_job()) == "fixed"
     (request,) = h.repair.requests
     assert (request.kind, request.issue_title, request.head_sha) == ("issue", "Totals are wrong", "d" * 40)
+    assert only_attempt(h.store).title == "Totals are wrong"
     assert h.drain() == ["published"]
     (opened,) = h.gh.calls_to("open_or_update_pr")
     assert (opened["head"], opened["base"]) == ("arcs/issue/42", "main")

@@ -111,8 +111,20 @@ def test_the_fix_request_for_an_issue_and_the_arcs_yml_test_command(
     assert "keep it small" in fix_request.issue_text
     assert fix_request.test_command is None  # .arcs.yml `test:` wins over the CI log's command
     assert fix_request.apply and fix_request.tier == "0" and not fix_request.unsafe_no_sandbox
-    ci = _service(settings).fix_request(_request(tmp_path / "nowhere", tmp_path, test_command="make test"))
+    ci = _service(settings).fix_request(
+        _request(
+            tmp_path / "nowhere",
+            tmp_path,
+            test_command="make test",
+            failure_class="test",
+            test_ids=("tests/test_a.py::test_x",),
+            locations=(("src/a.py", 12),),
+        )
+    )
     assert ci.test_command == "make test" and ci.issue_text is None
+    # What the CI log said reaches the loop's task: preferred targets and retrieval hints.
+    assert ci.ci_tests == ("tests/test_a.py::test_x",) and ci.hints == (("src/a.py", 12),)
+    assert ci.failure_class == "test"
 
 
 def test_worker_toolchains_and_changed_files(tmp_path: Path) -> None:
