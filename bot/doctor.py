@@ -526,10 +526,18 @@ def _call_github_app(settings: Settings, options: DoctorOptions, credentials: An
 
 
 def check_sandbox(settings: Settings, options: DoctorOptions) -> CheckResult:
-    """bubblewrap is installed and a trivial sandboxed command runs."""
-    from runners.sandbox import LocalSandbox
+    """bubblewrap is installed and a trivial sandboxed command runs (``ARCS_RUNNER=docker``: the
+    container engine answers and knows the runtime)."""
+    from runners.sandbox import LocalSandbox, make_runner
 
     name = "sandbox"
+    if settings.runner == "docker":
+        try:
+            make_runner(kind="docker", image=settings.runner_image, runtime=settings.runner_runtime)
+        except ArcsError as exc:
+            return _fail(name, exc.message, "start the container engine, or set ARCS_RUNNER=bubblewrap")
+        runtime = f", runtime {settings.runner_runtime}" if settings.runner_runtime else ""
+        return _ok(name, f"ARCS_RUNNER=docker: the engine answers (image {settings.runner_image}{runtime})")
     hint = (
         "install bubblewrap (Debian: apt-get install bubblewrap); in a container, allow user namespaces "
         "(docs/deploy.md, 'The sandbox in a container')"

@@ -30,6 +30,8 @@ def configure_logging(settings: Settings, *, stream: TextIO | None = None) -> No
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=out),
+        # One write per line (print() writes the newline separately): worker processes sharing a
+        # pipe then never interleave two JSON lines into one.
+        logger_factory=structlog.WriteLoggerFactory(file=out),
         cache_logger_on_first_use=False,
     )

@@ -108,12 +108,34 @@ class Settings(BaseModel):
     redelivered after this many seconds (5 s to 7 days; dramatiq's own default, a 60 s heartbeat
     checked on 0.1% of broker commands, takes a quarter of an hour or more in practice)."""
 
+    # --- the test runner ---------------------------------------------------------------------------
+    runner: Literal["bubblewrap", "docker"] = "bubblewrap"
+    """How repairs run the repository's tests: ``bubblewrap`` (a sandbox on the worker itself, with
+    the worker's toolchains) or ``docker`` (one throwaway container per command from
+    ``ARCS_RUNNER_IMAGE``, through the ``docker`` CLI: no network, read-only root, no capabilities;
+    needs a container engine the worker can reach). ``arcs fix --unsafe-no-sandbox`` overrides both."""
+    runner_image: str | None = None
+    """The image test commands run in when ``ARCS_RUNNER=docker`` (required then): it must hold the
+    toolchains the repositories' tests need (``deploy/runner/Dockerfile`` builds one)."""
+    runner_runtime: str | None = None
+    """Container runtime for ``ARCS_RUNNER=docker`` (``docker run --runtime``), e.g. ``runsc`` for
+    gVisor; unset: the engine's default. The engine must have it registered."""
+
     @field_validator("exclude", mode="before")
     @classmethod
     def _split_exclude(cls, value: object) -> object:
         # ARCS_EXCLUDE="a/,b/" is friendlier than a JSON list in an env file.
         if isinstance(value, str):
             return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("runner_image", "runner_runtime")
+    @classmethod
+    def _check_container_word(cls, value: str | None) -> str | None:
+        # Both end up as single words of the `docker run` command line: a leading "-" would be
+        # read as an option, whitespace is never part of an image reference or a runtime name.
+        if value is not None and (not value or value.startswith("-") or any(c.isspace() for c in value)):
+            raise ValueError("must be one word that does not start with '-'")
         return value
 
     @property

@@ -143,10 +143,17 @@ def _git_head(repo: Path) -> str:
         return ""
 
 
-def _make_runner(unsafe: bool, toolchains: tuple[Path, ...]) -> Runner:
+def _make_runner(settings: Settings, unsafe: bool, toolchains: tuple[Path, ...]) -> Runner:
+    """The runner the settings choose (``ARCS_RUNNER``…); ``unsafe`` (``--unsafe-no-sandbox``) wins."""
     from runners.sandbox import make_runner
 
-    return make_runner(unsafe_no_sandbox=unsafe, toolchain_paths=toolchains)
+    return make_runner(
+        unsafe_no_sandbox=unsafe,
+        toolchain_paths=toolchains,
+        kind=settings.runner,
+        image=settings.runner_image,
+        runtime=settings.runner_runtime,
+    )
 
 
 @contextlib.contextmanager
@@ -231,7 +238,7 @@ def fix(
             hints=request.hints,
         )
     )
-    runner = runner or _make_runner(request.unsafe_no_sandbox, request.toolchain_paths)
+    runner = runner or _make_runner(settings, request.unsafe_no_sandbox, request.toolchain_paths)
     wants_index = request.use_index and any(t.k > 0 for t in tiers.tiers)
     notices: list[str] = []
 
@@ -336,7 +343,7 @@ def replay(
     from runners.commands import resolve_test_command
     from runners.config import load_repo_config
 
-    del settings  # the recorded run carries everything; kept for a uniform use-case signature
+    # The recorded run carries everything else; the settings choose the runner.
     notify = progress or (lambda _message: None)
     try:
         recorded = load_trace(Path(trace_path).read_text(encoding="utf-8"))
@@ -357,7 +364,7 @@ def replay(
     proposer: Proposer = AnthropicProposer(replay_llm) if replay_llm is not None else TemplateProposer()
     retriever = RecordedRetriever(recorded) if recorded.index_snapshot else None
     config = LoopConfig.from_json(recorded.config)
-    runner = runner or _make_runner(unsafe_no_sandbox, toolchain_paths)
+    runner = runner or _make_runner(settings, unsafe_no_sandbox, toolchain_paths)
     with contextlib.ExitStack() as stack:
         workbench = stack.enter_context(SandboxWorkbench(base, resolved, runner))
         digest = workbench.source().digest()

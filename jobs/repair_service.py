@@ -1,8 +1,10 @@
 """The real :class:`jobs.ports.RepairService`: :func:`jobs.fix.fix` on the pipeline's checkout.
 
 The pipeline clones the commit to repair (through the GitHub gateway) and hands the checkout over;
-this adapter chooses the tier and the budget, runs the repair loop with the bubblewrap runner and
-maps the :class:`jobs.fix.FixReport` onto a :class:`jobs.ports.RepairOutcome`.
+this adapter chooses the tier and the budget, runs the repair loop with the runner the settings
+choose (``ARCS_RUNNER``: bubblewrap, or docker with ``ARCS_RUNNER_IMAGE``/``ARCS_RUNNER_RUNTIME``;
+built by :func:`runners.sandbox.make_runner` in :func:`jobs.fix.fix`) and maps the
+:class:`jobs.fix.FixReport` onto a :class:`jobs.ports.RepairOutcome`.
 
 - Tier: the request's (``/arcs fix --tier``), else ``.arcs.yml`` ``tier``, else ``auto``; always
   ``0`` (templates) when no Anthropic key is configured, so a deployment without a model still
@@ -11,8 +13,12 @@ maps the :class:`jobs.fix.FixReport` onto a :class:`jobs.ports.RepairOutcome`.
   ``iterations``); finally the USD dimension is lowered to ``usd_cap``, what the owner's monthly
   budget granted (the loop's LLM guard then keeps the spend within it).
 - Interrupt: the request's (pause, ``/arcs stop``) is handed to the loop.
-- Toolchains: the worker's own Python environment is exposed read-only in the sandbox (as
-  ``arcs fix`` does), so a Python repository's tests run with the worker's interpreter.
+- Toolchains: with bubblewrap, the worker's own Python environment is exposed read-only in the
+  sandbox (as ``arcs fix`` does), so a Python repository's tests run with the worker's
+  interpreter; with docker, the runner image brings its own.
+- Runner errors: a runner that cannot start (no container engine, bubblewrap missing) raises
+  :class:`runners.sandbox.SandboxUnavailable` with one line; the pipeline ends the attempt as
+  ``error`` with that reason.
 - Files: the fix is applied to the (throw-away) checkout, and the new text of every touched file
   is read back: that is what the pipeline pushes.
 
@@ -36,6 +42,8 @@ from bot.settings import Settings
 from jobs.ports import RepairOutcome, RepairRequest
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
     from bot.github.repo_config import ArcsConfig
     from jobs.fix import FixReport, FixRequest
     from jobs.repair.budget import Budget
@@ -270,21 +278,47 @@ class RepoIndexService:
     """:class:`jobs.ports.IndexService` on :class:`indexing.index.RepoIndex` (under ``settings.home``).
 
     The index is keyed by the repository's ``owner/name`` (the checkout is a temporary folder).
-    Refreshes are serialized within the process: the embedded Qdrant store admits one client per
-    folder.
+    Refreshes are serialized twice:
+
+    - within the process, all of them (a thread lock): the embedded Qdrant store admits one client
+      per folder;
+    - across processes and hosts, per repository (:func:`jobs.locks.repo_lock`): a PostgreSQL
+      advisory lock when the store is PostgreSQL (on ``engine``, the store's, when given; else on
+      an engine opened from ``ARCS_DATABASE_URL`` for each refresh), else a lock file beside the
+      index manifest under ``ARCS_HOME``. Two workers sharing one Qdrant server therefore never
+      rebuild the same collection at once; the second waits (at most ``lock_timeout_s``, then
+      :class:`jobs.locks.LockTimeout`) and then refreshes incrementally on the first one's work.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        engine: Engine | None = None,
+        lock_timeout_s: float | None = None,
+    ) -> None:
         import threading
 
+        from jobs.locks import DEFAULT_TIMEOUT_S
+
         self.settings = settings
+        self.engine = engine
+        self.lock_timeout_s = DEFAULT_TIMEOUT_S if lock_timeout_s is None else lock_timeout_s
         self._lock = threading.Lock()
 
     def refresh(self, repo: str, workdir: Path, *, full: bool) -> Mapping[str, Any]:
         """Index the checkout ``workdir`` of ``repo`` (incrementally unless ``full``)."""
         from indexing.index import RepoIndex
+        from jobs.locks import repo_lock
 
-        with self._lock, RepoIndex.open(self.settings, workdir, repo_id=repo) as index:
+        target: Settings | Engine = self.settings
+        if self.engine is not None and self.engine.dialect.name == "postgresql":
+            target = self.engine
+        with (
+            self._lock,
+            repo_lock(target, repo, timeout_s=self.lock_timeout_s, lock_dir=self.settings.index_dir),
+            RepoIndex.open(self.settings, workdir, repo_id=repo) as index,
+        ):
             stats = index.refresh(full=full)
         return {
             "files": stats.files,

@@ -66,8 +66,10 @@ def default_wiring(settings: Settings, broker: dramatiq.Broker) -> DepsFactory:
     - GitHub: :func:`bot.github.gateway.gateway_factory` (one gateway per job, closed by the
       pipeline after the job: its installation tokens are revoked);
     - repair: :class:`jobs.repair_service.FixRepairService` (``arcs fix`` on the job's checkout,
-      in the bubblewrap sandbox with this worker's Python environment);
-    - index: :class:`jobs.repair_service.RepoIndexService` (``RepoIndex`` under ``ARCS_HOME``).
+      in the runner ``ARCS_RUNNER`` names: bubblewrap with this worker's Python environment, or
+      containers);
+    - index: :class:`jobs.repair_service.RepoIndexService` (``RepoIndex`` under ``ARCS_HOME``;
+      refreshes of one repository are serialized across workers through the store's database).
 
     The store is opened (and migrated) once per process; the dependencies are shared by the
     process's threads (the store is thread-safe). A deployment without App credentials still
@@ -86,7 +88,7 @@ def default_wiring(settings: Settings, broker: dramatiq.Broker) -> DepsFactory:
         repair=FixRepairService(settings),
         enqueue=enqueuer.enqueue,
         enqueue_later=enqueuer.enqueue_later,
-        index=RepoIndexService(settings),
+        index=RepoIndexService(settings, engine=store.engine),
     )
     return lambda: deps
 

@@ -5,10 +5,15 @@ root filesystem with tmpfs ``/tmp`` and ``$HOME``, an unprivileged user, no capa
 ``no-new-privileges``, memory/pids/cpu limits, and optionally gVisor (``--runtime runsc``). The
 workspace is bind-mounted read-write at ``/workspace``. On timeout the container is killed by name
 (killing the ``docker`` client alone would leave it running).
+
+Workers use it with ``ARCS_RUNNER=docker`` (``ARCS_RUNNER_IMAGE``, ``ARCS_RUNNER_RUNTIME``):
+:func:`runners.sandbox.make_runner` builds it and calls :meth:`DockerRunner.check` first, so a
+missing engine is one clear error before anything runs.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -128,6 +133,42 @@ class DockerRunner:
             lines = [line for line in (done.stderr or done.stdout).splitlines() if line.strip()]
             return lines[-1] if lines else f"docker info exited {done.returncode}"
         return None
+
+    def runtime_error(self) -> str | None:
+        """None unless the engine lists its runtimes and ``options.runtime`` is not among them.
+
+        Engines that do not answer ``docker info --format '{{json .Runtimes}}'`` with a JSON object
+        (Podman's CLI, older engines) are not second-guessed: ``docker run`` reports it then.
+        """
+        wanted = self.options.runtime
+        if not wanted:
+            return None
+        try:
+            done = subprocess.run(
+                [self.docker, "info", "--format", "{{json .Runtimes}}"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+                env=self.client_env(),
+                check=False,
+            )
+            runtimes = json.loads(done.stdout) if done.returncode == 0 else None
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            return None
+        if not isinstance(runtimes, dict) or wanted in runtimes:
+            return None
+        known = ", ".join(sorted(str(name) for name in runtimes)) or "none"
+        return f"the container engine has no runtime {wanted!r} (it has: {known})"
+
+    def check(self) -> None:
+        """Raise :class:`SandboxUnavailable` (one line) unless an engine answers ``docker info``
+        and knows the configured runtime; runs no container."""
+        reason = self.engine_error()
+        if reason is not None:
+            raise SandboxUnavailable(f"no container engine answers `docker info` ({reason})")
+        reason = self.runtime_error()
+        if reason is not None:
+            raise SandboxUnavailable(reason)
 
     def run(
         self,

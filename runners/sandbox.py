@@ -47,7 +47,7 @@ from typing import Literal, TextIO
 
 import structlog
 
-from bot.errors import ArcsError, UsageError
+from bot.errors import ArcsError, ConfigError, UsageError
 from runners.base import Execution, Runner
 from runners.limits import (
     DEFAULT_OUTPUT_CAP,
@@ -666,14 +666,54 @@ class UnsafeLocalRunner:
         return _execution(command, done, collect_artifacts(workspace, collect))
 
 
-def make_runner(*, unsafe_no_sandbox: bool = False, toolchain_paths: Sequence[Path] = ()) -> Runner:
-    """The runner for this machine: a checked :class:`LocalSandbox`, or the unsafe one if asked.
+RunnerKind = Literal["bubblewrap", "docker"]
+"""The runners :func:`make_runner` builds (the ``ARCS_RUNNER`` setting)."""
 
-    Raises :class:`SandboxUnavailable` (one line, saying what to install or pass) when the
-    sandbox cannot run and ``unsafe_no_sandbox`` is false.
+
+def make_runner(
+    *,
+    unsafe_no_sandbox: bool = False,
+    toolchain_paths: Sequence[Path] = (),
+    kind: RunnerKind = "bubblewrap",
+    image: str | None = None,
+    runtime: str | None = None,
+    docker: str = "docker",
+) -> Runner:
+    """The runner for this machine, checked: the one place that turns settings into a runner.
+
+    - ``unsafe_no_sandbox`` (``--unsafe-no-sandbox``): :class:`UnsafeLocalRunner`, whatever ``kind``;
+    - ``kind="bubblewrap"``: a :class:`LocalSandbox` exposing ``toolchain_paths``;
+    - ``kind="docker"``: a :class:`runners.docker.DockerRunner` on ``image`` (required) with
+      ``runtime`` (``runsc``: gVisor); ``toolchain_paths`` do not apply (the image has its own).
+
+    Raises :class:`SandboxUnavailable` (one line, saying what to install, start or set) when the
+    chosen runner cannot run here, and :class:`ConfigError` when ``image`` is missing for docker.
     """
     if unsafe_no_sandbox:
         return UnsafeLocalRunner(toolchain_paths=toolchain_paths)
+    if kind == "docker":
+        return _docker_runner(image=image, runtime=runtime, docker=docker)
+    if kind != "bubblewrap":
+        raise ConfigError(f"ARCS_RUNNER: unknown runner {kind!r} (use bubblewrap or docker)")
     sandbox = LocalSandbox(toolchain_paths=toolchain_paths)
     sandbox.check()
     return sandbox
+
+
+def _docker_runner(*, image: str | None, runtime: str | None, docker: str) -> Runner:
+    from runners.docker import DockerOptions, DockerRunner  # runners.docker imports this module
+
+    if not image:
+        raise ConfigError(
+            "ARCS_RUNNER=docker needs ARCS_RUNNER_IMAGE: the image test commands run in "
+            "(deploy/runner/Dockerfile builds one)"
+        )
+    try:
+        runner = DockerRunner(DockerOptions(image=image, runtime=runtime or None), docker=docker)
+        runner.check()
+    except SandboxUnavailable as exc:
+        raise SandboxUnavailable(
+            f"ARCS_RUNNER=docker: {exc.message}; the worker needs the docker CLI and a container "
+            "engine it can reach (DOCKER_HOST), or set ARCS_RUNNER=bubblewrap"
+        ) from None
+    return runner

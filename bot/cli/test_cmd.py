@@ -109,8 +109,13 @@ def run_test(args: argparse.Namespace, ctx: Context) -> int:
     timeout_s = args.timeout or config.timeout_s or DEFAULT_TIMEOUT_S
     memory_mb = args.memory or config.memory_mb or DEFAULT_MEMORY_MB
     # SandboxUnavailable (an ArcsError) reaches the user as one line saying what to install.
+    settings = ctx.settings
     runner = make_runner(
-        unsafe_no_sandbox=args.unsafe_no_sandbox, toolchain_paths=toolchain_paths(args.toolchain)
+        unsafe_no_sandbox=args.unsafe_no_sandbox,
+        toolchain_paths=toolchain_paths(args.toolchain),
+        kind=settings.runner,
+        image=settings.runner_image,
+        runtime=settings.runner_runtime,
     )
     ctx.out.info(f"arcs: running `{resolved.command}` ({resolved.source}) with {runner.name}")
     run = run_tests(runner, repo, resolved, timeout_s=timeout_s, memory_mb=memory_mb)

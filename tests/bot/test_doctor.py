@@ -532,6 +532,17 @@ def test_github_unexpected_status_fails(tmp_path: Path, test_app_key: AppKey) ->
 # --------------------------------------------------------------------- sandbox, model, llm
 
 
+def test_the_docker_runner_is_checked_instead_of_bubblewrap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    no_image = check_sandbox(make_settings(tmp_path, runner="docker"), OPTIONS)
+    assert no_image.status == "fail" and "ARCS_RUNNER_IMAGE" in no_image.summary
+    monkeypatch.setenv("PATH", str(tmp_path))  # no docker CLI anywhere
+    no_engine = check_sandbox(make_settings(tmp_path, runner="docker", runner_image="arcs-runner:1"), OPTIONS)
+    assert no_engine.status == "fail" and "ARCS_RUNNER=docker" in no_engine.summary
+    assert "ARCS_RUNNER=bubblewrap" in no_engine.hint
+
+
 def test_sandbox_without_bubblewrap_fails(tmp_path: Path) -> None:
     result = check_sandbox(make_settings(tmp_path), DoctorOptions(bwrap=str(tmp_path / "no-bwrap")))
     assert (

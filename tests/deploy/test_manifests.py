@@ -601,6 +601,25 @@ def test_k8s_config_loads_as_settings(tmp_path: Path) -> None:
     assert settings.broker_url == "redis://arcs-redis:6379/0"
     assert settings.qdrant_url == "http://arcs-qdrant:6333"
     assert settings.app_id is None  # "" counts as unset until the overlay fills it in
+    # A worker pod has no container engine: its tests run in bubblewrap, whatever the default.
+    assert settings.runner == "bubblewrap"
+
+
+def test_env_example_documents_a_docker_runner_that_loads(tmp_path: Path) -> None:
+    example = env_example()
+    assert example["ARCS_RUNNER"] == "bubblewrap"  # the compose worker is set up for bubblewrap
+    settings = load_settings(
+        {
+            "ARCS_HOME": str(tmp_path),
+            "ARCS_RUNNER": "docker",
+            "ARCS_RUNNER_IMAGE": example["ARCS_RUNNER_IMAGE"],
+            "ARCS_RUNNER_RUNTIME": example["ARCS_RUNNER_RUNTIME"],
+        }
+    )
+    assert (settings.runner, settings.runner_runtime) == ("docker", "runsc")
+    # The suggested image is the one deploy/runner/Dockerfile's header says how to build.
+    assert f"-t {settings.runner_image} deploy/runner" in RUNNER_DOCKERFILE.read_text(encoding="utf-8")
+    assert f"-t {settings.runner_image} deploy/runner" in ENV_EXAMPLE.read_text(encoding="utf-8")
 
 
 def test_k8s_worker_is_autoscaled_not_pinned() -> None:

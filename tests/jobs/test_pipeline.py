@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import structlog
 
 from bot.github.repo_config import ArcsConfig, ArcsConfigError, Triggers
 from bot.settings import Settings
@@ -42,22 +41,6 @@ class Harness:
         while self.queued:
             outcomes.append(pipeline.dispatch(self.deps, self.queued.pop(0)))
         return outcomes
-
-
-@pytest.fixture(autouse=True)
-def _fresh_log_context() -> Iterator[None]:
-    # The worker's middleware clears the context per message; direct calls share the thread.
-    structlog.contextvars.clear_contextvars()
-    yield
-    structlog.contextvars.clear_contextvars()
-
-
-@pytest.fixture(scope="session")
-def migrated_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A migrated SQLite file, copied per test (migrating each time is the slow part)."""
-    path = tmp_path_factory.mktemp("template") / "arcs.db"
-    Store.open(f"sqlite:///{path}").close()
-    return path
 
 
 @pytest.fixture

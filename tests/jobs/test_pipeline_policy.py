@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import structlog
 
 from bot.settings import Settings
 from bot.store.store import Store
@@ -69,24 +68,10 @@ class Harness:
         return [body for _, body in self.gh.comments.values()]
 
 
-@pytest.fixture(autouse=True)
-def _fresh_log_context() -> Iterator[None]:
-    structlog.contextvars.clear_contextvars()
-    yield
-    structlog.contextvars.clear_contextvars()
-
-
-@pytest.fixture(scope="session")
-def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("policy-template") / "arcs.db"
-    Store.open(f"sqlite:///{path}").close()
-    return path
-
-
 @pytest.fixture
-def h(settings: Settings, tmp_path: Path, template_db: Path) -> Iterator[Harness]:
+def h(settings: Settings, tmp_path: Path, migrated_db: Path) -> Iterator[Harness]:
     clock = Clock()
-    shutil.copyfile(template_db, tmp_path / "arcs.db")
+    shutil.copyfile(migrated_db, tmp_path / "arcs.db")
     store = Store.open(f"sqlite:///{tmp_path / 'arcs.db'}", upgrade=False, clock=clock)
     gh = FakeGitHubGateway()
     gh.logs[555] = (Path(__file__).parents[1] / "fixtures" / "logs" / "python_pytest_assert.log").read_text()

@@ -3,6 +3,8 @@ the attempt -> pull request body mapping the pipeline builds from what the servi
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from jobs.repair.budget import Budget
 from jobs.repair_service import FixRepairService, changed_files, worker_toolchains
 from runners.fake import FakeRunner
 from tests.bot.test_cli_fix import TARGET, fixture_repo, scripted_pytest
+from tests.conftest import CreateDb, MakeRepo
 
 
 def _request(workdir: Path, trace_dir: Path, **fields: object) -> RepairRequest:
@@ -211,3 +214,138 @@ def test_the_policy_grant_caps_the_usd_budget_and_only_lowers_it(settings: Setti
     assert service.budget_for(_request(tmp_path, tmp_path, usd_cap=3.0), config).usd == 0.5
     assert service.budget_for(_request(tmp_path, tmp_path, usd_cap=0.2), config).iterations == 5
     assert service.own_budget(_request(tmp_path, tmp_path, usd_cap=0.2), config).usd == 0.5
+
+
+# --- the runner the settings choose (ARCS_RUNNER) ------------------------------------------------
+
+
+@pytest.mark.slow  # a dozen real pytest runs through the fake engine
+def test_docker_settings_run_the_repair_in_containers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ARCS_RUNNER=docker: every test command of the repair is a `docker run` of the runner image
+    with the configured runtime (a fake engine runs them on the host, in the mounted copy)."""
+    from tests.runners.test_sandbox_factory import docker_calls, docker_settings, fake_docker, flag_values
+
+    bin_dir = tmp_path / "bin"
+    log = fake_docker(bin_dir, runtimes={"runc": {}, "runsc": {}}, execute=True)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    settings = docker_settings(tmp_path, ARCS_RUNNER_IMAGE="arcs-runner:0.1.0", ARCS_RUNNER_RUNTIME="runsc")
+    repo = fixture_repo(tmp_path, "boundary")
+    service = FixRepairService(settings, use_index=False, parallel=1)  # no injected runner
+    outcome = service.run(_request(repo, tmp_path / "traces", failure_class="test", test_ids=(TARGET,)))
+
+    assert outcome.fixed and set(outcome.files) == {"ages/rules.py"}, outcome.reason
+    runs = [call for call in docker_calls(log) if call[0] == "run"]
+    assert len(runs) >= 2  # reproduction and verification at least
+    for run in runs:
+        assert flag_values(run, "--runtime") == ["runsc"]
+        assert run[-4] == "arcs-runner:0.1.0"
+        assert "--read-only" in run and flag_values(run, "--cap-drop") == ["ALL"]
+    assert {flag_values(run, "--network")[0] for run in runs} == {"none"}
+    trace = json.loads(Path(str(outcome.trace_path)).read_text(encoding="utf-8"))
+    assert trace["repo"]["runner"] == "docker"
+
+
+def test_docker_without_a_reachable_engine_ends_the_attempt_as_error_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pipeline's real repair step with ARCS_RUNNER=docker and no engine: status ``error``, the
+    one-line reason in the attempt and its event, nothing run, and GitHub told."""
+    from jobs import pipeline
+    from jobs.fakes import FakeGitHubGateway, FakeIndexService
+    from jobs.messages import JobRequest
+    from jobs.pipeline import Deps
+    from tests.runners.test_sandbox_factory import docker_calls, docker_settings, fake_docker
+
+    job = JobRequest(
+        "repair_ci_failure",
+        {
+            "repo": "octo/app",
+            "installation_id": 7,
+            "delivery_id": "d-1",
+            "source": "workflow_run",
+            "run_id": 555,
+            "head_sha": "c" * 40,
+            "head_branch": "main",
+            "conclusion": "failure",
+            "pull_requests": [],
+        },
+        idempotency_key="ci:octo/app:workflow_run:555",
+    )
+
+    bin_dir = tmp_path / "bin"
+    log = fake_docker(bin_dir, engine=False)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    settings = docker_settings(tmp_path, ARCS_RUNNER_IMAGE="arcs-runner:0.1.0")
+    gh = FakeGitHubGateway()
+    logs = Path(__file__).parents[1] / "fixtures" / "logs"
+    gh.logs[555] = (logs / "python_pytest_assert.log").read_text(encoding="utf-8")
+    with open_store(settings) as store:
+        deps = Deps(
+            settings=settings,
+            store=store,
+            github=lambda _installation: gh,
+            repair=FixRepairService(settings, use_index=False, parallel=1),
+            enqueue=lambda _job: None,
+            index=FakeIndexService(),
+        )
+        assert pipeline.repair_ci_failure(deps, job) == "error"
+        (attempt,) = store.attempts()
+        events = store.events(attempt_id=attempt.id, kind="error")
+    reason = attempt.reason or ""
+    assert attempt.status == "error"
+    assert reason.startswith("SandboxUnavailable: ARCS_RUNNER=docker: no container engine answers")
+    assert "Cannot connect to the Docker daemon" in reason and "\n" not in reason
+    assert events and "ARCS_RUNNER=docker" in events[0].message
+    assert [call[0] for call in docker_calls(log)] == ["info"]  # no container was started
+    (check,) = gh.calls_to("update_check_run")[-1:]  # the user is told an error stopped it
+    assert "internal error (SandboxUnavailable)" in str(check)
+
+
+def test_docker_without_an_image_is_a_config_error_at_use(settings: Settings, tmp_path: Path) -> None:
+    from bot.errors import ConfigError
+
+    docker = settings.model_copy(update={"runner": "docker"})  # loads fine: checked where it is used
+    repo = fixture_repo(tmp_path, "boundary")
+    with pytest.raises(ConfigError, match="ARCS_RUNNER=docker needs ARCS_RUNNER_IMAGE"):
+        FixRepairService(docker, use_index=False, toolchains=()).run(_request(repo, tmp_path / "traces"))
+
+
+# --- index refreshes: one at a time per repository, across processes -------------------------------
+
+
+def test_an_index_refresh_waits_for_the_repository_lock(settings: Settings, make_repo: MakeRepo) -> None:
+    from jobs.locks import LockTimeout, repo_lock
+    from jobs.repair_service import RepoIndexService
+
+    checkout = make_repo({"app/core.py": "def add(a, b):\n    return a + b\n"})
+    service = RepoIndexService(settings, lock_timeout_s=0.2)
+    with repo_lock(settings, "octo/ages", timeout_s=5):  # another worker process is refreshing
+        with pytest.raises(LockTimeout, match="octo/ages"):
+            service.refresh("octo/ages", checkout, full=False)
+        assert not list(settings.index_dir.glob("*.json"))  # nothing was written meanwhile
+        other = service.refresh("octo/other", checkout, full=False)  # another repository goes on
+    assert other["files"] == 1
+    stats = service.refresh("octo/ages", checkout, full=False)
+    assert stats["files"] == 1 and stats["chunks"] >= 1
+
+
+@pytest.mark.postgres
+def test_an_index_refresh_takes_the_advisory_lock_on_the_store_engine(
+    settings: Settings, make_repo: MakeRepo, pg_create_db: CreateDb
+) -> None:
+    from bot.store.store import create_store_engine
+    from jobs.locks import LockTimeout, repo_lock
+    from jobs.repair_service import RepoIndexService
+
+    checkout = make_repo({"app/core.py": "def add(a, b):\n    return a + b\n"})
+    engine = create_store_engine(pg_create_db())
+    try:
+        service = RepoIndexService(settings, engine=engine, lock_timeout_s=0.2)
+        with repo_lock(engine, "octo/ages", timeout_s=5), pytest.raises(LockTimeout):
+            service.refresh("octo/ages", checkout, full=False)
+        assert not list(settings.index_dir.glob("*.lock"))  # the advisory lock, not a file
+        assert service.refresh("octo/ages", checkout, full=False)["files"] == 1
+    finally:
+        engine.dispose()

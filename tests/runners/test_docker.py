@@ -109,3 +109,10 @@ def test_engine_has_no_network(engine: DockerRunner, tmp_path: Path) -> None:
 def test_engine_timeout_kills_the_container(engine: DockerRunner, tmp_path: Path) -> None:
     result = engine.run(tmp_path, "sleep 600", timeout_s=5)
     assert result.killed_by == "timeout"
+
+
+def test_settings_factory_checks_a_real_engine(engine: DockerRunner) -> None:
+    from runners.sandbox import make_runner
+
+    runner = make_runner(kind="docker", image="python:3.11-slim", docker=engine.docker)
+    assert isinstance(runner, DockerRunner) and runner.options.image == "python:3.11-slim"
