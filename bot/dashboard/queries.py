@@ -728,14 +728,65 @@ def _statuses(counts: Mapping[str, int]) -> list[str]:
 def org_overview(
     store: Store, owner: str, repos: Collection[str], *, now: dt.datetime, weeks: int = 12
 ) -> OrgOverview:
-    """The org page's numbers over the last ``weeks`` ISO weeks (totals, weekly, per repo, classes)."""
+    """The org page's numbers over the last ``weeks`` ISO weeks (totals, weekly, per repo, classes).
+
+    Each table is read once for all three views: attempts grouped by (week, repository, status),
+    pull requests by (week, repository, state), and the time-to-PR samples fetched once (the
+    separate :func:`stats`, :func:`weekly` and :func:`per_repo` read them three times; on 100k
+    attempts this halves the page, see bench/RESULTS.md "Dashboard and metrics at scale").
+    """
+    weeks = max(1, weeks)
     since = window_start(now, weeks)
+    last = monday(now)
+    starts = [last - dt.timedelta(weeks=i) for i in range(weeks - 1, -1, -1)]
+    totals = _Acc()
+    by_week: dict[dt.date, _Acc] = defaultdict(_Acc)
+    by_repo: dict[str, _Acc] = defaultdict(_Acc)
+    if repos:
+        dialect = store.engine.dialect.name
+        with _session(store) as session:
+            a_week = week_start(Attempt.created_at, dialect).label("w")
+            a_repo = func.lower(Attempt.repo).label("r")
+            sub = (
+                select(a_week, a_repo, Attempt.status, Attempt.cost_usd)
+                .where(_in_repos(Attempt.repo, repos), Attempt.created_at >= since)
+                .subquery()
+            )
+            stmt = select(
+                sub.c.w, sub.c.r, sub.c.status, func.count(), func.coalesce(func.sum(sub.c.cost_usd), 0.0)
+            ).group_by(sub.c.w, sub.c.r, sub.c.status)
+            for week, repo, status, count, usd in session.execute(stmt):
+                for acc in (totals, by_week[_as_date(week)], by_repo[str(repo)]):
+                    acc.counts[str(status)] += int(count)
+                    acc.usd += float(usd or 0.0)
+            p_week = week_start(PullRequest.created_at, dialect).label("w")
+            p_repo = func.lower(PullRequest.repo).label("r")
+            p_where = [_in_repos(PullRequest.repo, repos), PullRequest.created_at >= since]
+            psub = select(p_week, p_repo, PullRequest.state).where(*p_where).subquery()
+            pstmt = select(psub.c.w, psub.c.r, psub.c.state, func.count()).group_by(
+                psub.c.w, psub.c.r, psub.c.state
+            )
+            for week, repo, state, count in session.execute(pstmt):
+                for acc in (totals, by_week[_as_date(week)], by_repo[str(repo)]):
+                    acc.prs[str(state)] += int(count)
+            tstmt = (
+                select(p_week, p_repo, PullRequest.created_at, Attempt.red_build_at, Attempt.created_at)
+                .join(Attempt, Attempt.id == PullRequest.attempt_id)
+                .where(*p_where)
+            )
+            for week, repo, pr_created, red_at, attempt_created in session.execute(tstmt):
+                seconds = max(0.0, (pr_created - (red_at or attempt_created)).total_seconds())
+                for acc in (totals, by_week[_as_date(week)], by_repo[str(repo)]):
+                    acc.durations.append(seconds)
+    names = _display_names(store, by_repo.keys())
     return OrgOverview(
         owner=owner,
         since=since,
-        totals=stats(store, repos, since=since),
-        weeks=weekly(store, repos, now=now, weeks=weeks),
-        repos=per_repo(store, repos, since=since),
+        totals=totals.stats(),
+        weeks=tuple(
+            WeekStats(start, by_week[start].stats() if start in by_week else Stats()) for start in starts
+        ),
+        repos=tuple(RepoStats(names.get(k, k), by_repo[k].stats()) for k in sorted(by_repo)),
         classes=failure_classes(store, repos, since=since),
     )
 

@@ -127,6 +127,10 @@ class Attempt(Base):
         Index("ix_attempts_repo_created_at", "repo", "created_at"),
         Index("ix_attempts_status", "status"),
         Index("ix_attempts_owner", "owner"),
+        # 0003, covering the dashboard's window aggregates and /metrics' duration histogram, so
+        # they read the index instead of rows carrying patches and traces (bench/dashboard).
+        Index("ix_attempts_window", "created_at", "repo", "status", "cost_usd", "failure_class", "trigger"),
+        Index("ix_attempts_durations", "status", "started_at", "finished_at"),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)

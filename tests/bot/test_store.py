@@ -102,7 +102,7 @@ def test_migrations_upgrade_an_empty_database_once_under_concurrency(fresh_url: 
     with Store.open(url) as store:  # already at head: nothing to do, nothing breaks
         assert set(inspect(store.engine).get_table_names()) >= TABLES | {"alembic_version"}
         with store.engine.connect() as conn:
-            assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == "0002"
+            assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == "0003"
             # The ORM models and the migrations describe the same schema.
             assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
 
