@@ -9,8 +9,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
 
 from bot.errors import ConfigError
 
@@ -34,6 +42,19 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
     "*.pb.go",
     "*.generated.*",
 )
+
+
+def github_web_url_for(api_url: str) -> str:
+    """The web URL of the GitHub that serves ``api_url`` (github.com, GHE.com or GHES)."""
+    parts = urlsplit(api_url.rstrip("/"))
+    host = parts.netloc
+    if host == "api.github.com":
+        return "https://github.com"
+    if host.startswith("api.") and parts.path in ("", "/"):
+        # GHE.com data residency: api.SUBDOMAIN.ghe.com -> SUBDOMAIN.ghe.com
+        return f"{parts.scheme}://{host.removeprefix('api.')}"
+    # GHES: https://HOST/api/v3 -> https://HOST
+    return f"{parts.scheme}://{host}{parts.path.removesuffix('/api/v3')}"
 
 
 class Settings(BaseModel):
@@ -80,8 +101,11 @@ class Settings(BaseModel):
     """Where this deployment is reachable (webhook URL, dashboard links, manifest flow)."""
     bot_login: str = "arcs[bot]"
     """The app's bot account, whose own comments are ignored."""
-    github_web_url: str = "https://github.com"
-    """Where users log in (OAuth ``/login/oauth/…``); GitHub Enterprise Server: ``https://HOST``."""
+    github_web_url: str | None = None
+    """Where users log in and the manifest flow creates the app; unset: derived from
+    ``ARCS_GITHUB_API_URL`` (``https://api.github.com`` → ``https://github.com``, GHES
+    ``https://HOST/api/v3`` → ``https://HOST``)."""
+    # Code reads :attr:`web_url`, which applies that default.
     client_id: str | None = None
     """The app's OAuth client id (dashboard login with GitHub); the manifest flow writes it."""
     client_secret: SecretStr | None = None
@@ -137,6 +161,11 @@ class Settings(BaseModel):
         if value is not None and (not value or value.startswith("-") or any(c.isspace() for c in value)):
             raise ValueError("must be one word that does not start with '-'")
         return value
+
+    @property
+    def web_url(self) -> str:
+        """The GitHub web URL (``ARCS_GITHUB_WEB_URL``, else derived from the API URL), no trailing slash."""
+        return (self.github_web_url or github_web_url_for(self.github_api_url)).rstrip("/")
 
     @property
     def qdrant_path(self) -> Path:

@@ -137,9 +137,9 @@ class Deps:
     """An empty scratch folder per job (default: a temporary folder under ``ARCS_HOME/work``)."""
     clock: Callable[[], dt.datetime] = field(default=utcnow)
     enqueue_later: Callable[[JobRequest, dt.timedelta], None] | None = None
-    """Sends a job that must not start before the delay (quiet hours). None: a
-    :class:`jobs.broker.BrokerEnqueuer` behind ``enqueue`` is used directly; else deferring is
-    impossible and the repair is refused."""
+    """Sends a job that must not start before the delay (quiet hours; the worker wires
+    :meth:`jobs.broker.BrokerEnqueuer.enqueue_later`). None: deferring is impossible and the
+    repair is refused."""
 
     def scratch(self) -> contextlib.AbstractContextManager[Path]:
         """A fresh, empty folder, removed afterwards."""
@@ -705,16 +705,6 @@ def _max_age(actor: ActorName) -> dt.timedelta:
     return dt.timedelta(milliseconds=ACTOR_OPTIONS[actor].max_age)
 
 
-def _delayed_enqueuer(deps: Deps) -> Callable[[JobRequest, dt.timedelta], None] | None:
-    """``deps.enqueue_later``, else the ``enqueue_later`` of the enqueuer behind ``deps.enqueue``
-    (:class:`jobs.broker.BrokerEnqueuer`), else None."""
-    if deps.enqueue_later is not None:
-        return deps.enqueue_later
-    # The broker enqueuer behind ``deps.enqueue`` can delay natively.
-    later = getattr(getattr(deps.enqueue, "__self__", None), "enqueue_later", None)
-    return later if callable(later) else None
-
-
 def _defer(
     run: _Run, decision: Defer, policy: EffectivePolicy, *, head_sha: str | None, comment: bool
 ) -> str:
@@ -734,7 +724,7 @@ def _defer(
             {"until": until.isoformat()},
         )
         return _policy_refusal(run, refusal, head_sha=head_sha, comment=comment)
-    later = _delayed_enqueuer(deps)
+    later = deps.enqueue_later
     if later is None:
         refusal = Refuse(
             f"{decision.reason}; this ARCS deployment cannot postpone a repair until {at}",

@@ -425,7 +425,7 @@ class GitHubLogin:
         self._http = http
         self._ssl: ssl.SSLContext | None = None
         self._clock = clock or _utcnow
-        self.web_url = settings.github_web_url.rstrip("/")
+        self.web_url = settings.web_url
         self.redirect_uri = settings.public_url.rstrip("/") + "/login/callback"
 
     @property

@@ -345,7 +345,7 @@ class _Pages:
         if detail is None or not viewer.can_see_owner(detail.row.repo.split("/", 1)[0]):
             return self.not_found(request, viewer)
         full = queries.read_trace(detail.trace_path, self.settings.traces_dir)
-        web = self.settings.github_web_url.rstrip("/")
+        web = self.settings.web_url
         repo_path = quote(detail.row.repo, safe="/")
         links = {
             "repo": f"{web}/{repo_path}",

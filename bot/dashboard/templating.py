@@ -100,7 +100,7 @@ def make_templates(settings: Settings) -> Jinja2Templates:
     env.filters.update(
         pct=pct, money=money, duration=duration, when=when, num=num, safe_url=safe_url, seg=path_segment
     )
-    env.globals["github_web_url"] = settings.github_web_url.rstrip("/")
+    env.globals["github_web_url"] = settings.web_url
     return Jinja2Templates(env=env)
 
 

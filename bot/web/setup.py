@@ -39,7 +39,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import httpx
 import structlog
@@ -89,19 +89,6 @@ def build_manifest(settings: Settings, base: Mapping[str, Any] | None = None) ->
     # The dashboard's "log in with GitHub" comes back here (the only callback the app accepts).
     manifest["callback_urls"] = [f"{public}/login/callback"]
     return manifest
-
-
-def github_web_url(api_url: str) -> str:
-    """The web URL of the GitHub that serves ``api_url`` (github.com, GHE.com or GHES)."""
-    parts = urlsplit(api_url.rstrip("/"))
-    host = parts.netloc
-    if host == "api.github.com":
-        return "https://github.com"
-    if host.startswith("api.") and parts.path in ("", "/"):
-        # GHE.com data residency: api.SUBDOMAIN.ghe.com -> SUBDOMAIN.ghe.com
-        return f"{parts.scheme}://{host.removeprefix('api.')}"
-    # GHES: https://HOST/api/v3 -> https://HOST
-    return f"{parts.scheme}://{host}{parts.path.removesuffix('/api/v3')}"
 
 
 def secrets_path(settings: Settings) -> Path:
@@ -280,7 +267,7 @@ class ManifestFlow:
         if not _token_matches(request.query_params.get("token"), token):
             log.warning("setup_token_refused", client=request.client.host if request.client else None)
             return _refuse_wrong_token()
-        web = github_web_url(self.settings.github_api_url)
+        web = self.settings.web_url
         org = request.query_params.get("org")
         if org is not None and not _ORG.fullmatch(org):
             return _page("Invalid organization", "<p>?org= must be an organization login.</p>", 400)

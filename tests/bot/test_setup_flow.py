@@ -19,14 +19,13 @@ import yaml
 from pydantic import SecretStr
 from starlette.testclient import TestClient
 
-from bot.settings import Settings
+from bot.settings import Settings, github_web_url_for, load_settings
 from bot.web.app import create_app
 from bot.web.fakes import ListEnqueuer, MemoryDeliveryStore
 from bot.web.setup import (
     MANIFEST_FILE,
     STATE_COOKIE,
     build_manifest,
-    github_web_url,
     load_manifest,
     setup_url,
 )
@@ -391,7 +390,9 @@ def test_setup_url(setup_settings: Settings) -> None:
     ],
 )
 def test_github_web_url(api: str, web: str) -> None:
-    assert github_web_url(api) == web
+    assert github_web_url_for(api) == web
+    # Settings derive it the same way unless it is given.
+    assert load_settings({"ARCS_GITHUB_API_URL": api}).web_url == web
 
 
 def test_packaged_manifest_is_the_repository_app_yml() -> None:

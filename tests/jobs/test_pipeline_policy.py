@@ -432,8 +432,9 @@ def test_the_broker_enqueuer_delays_natively(h: Harness, settings: Settings) -> 
         return original(message, delay=delay)
 
     broker.enqueue = spy  # type: ignore[method-assign]
-    h.deps.enqueue = BrokerEnqueuer(broker).enqueue
-    h.deps.enqueue_later = None
+    enqueuer = BrokerEnqueuer(broker)  # as jobs.worker.default_wiring wires it
+    h.deps.enqueue = enqueuer.enqueue
+    h.deps.enqueue_later = enqueuer.enqueue_later
     h.store.set_policy("octo", quiet_start=22, quiet_end=6, updated_by="admin")
     h.clock.now = NIGHT
     try:
