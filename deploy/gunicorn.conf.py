@@ -6,6 +6,8 @@ which reads the ``ARCS_*`` settings once per process. Workers are uvicorn's, fro
 ``arcs serve`` applies the same values (``bot/cli/serve_cmd.py``); this file reads the usual
 deployment variables: ``PORT`` (default 8000), ``WEB_CONCURRENCY`` (default 2) and
 ``FORWARDED_ALLOW_IPS`` (the proxies whose X-Forwarded-* headers are trusted, default none).
+Before forking, the master makes the dashboard's session key under ``ARCS_HOME`` when
+``ARCS_SESSION_SECRET`` is unset, so every worker signs sessions with the same key.
 """
 
 from __future__ import annotations
@@ -27,3 +29,11 @@ accesslog = "-"
 errorlog = "-"
 proc_name = "arcs-web"
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "")
+
+
+def on_starting(server: object) -> None:
+    """gunicorn hook, in the master before any worker: create the shared session key."""
+    from bot.settings import load_settings
+    from bot.web.session_key import with_session_secret
+
+    with_session_secret(load_settings())

@@ -7,6 +7,8 @@ and never rejected, so a newer config does not break an older ARCS)::
     setup: pip install -e .            # run before the tests; a string or a list of commands
     timeout_s: 900                     # wall-clock limit for one test run
     memory_mb: 4096                    # memory limit for one test run
+    setup_network:                     # hosts `setup` may reach besides the package registries
+      allow: [npm.example.com, "*.example.org:8443"]   # public addresses only (runners.egress)
 
 A file that is not valid YAML, is not a mapping, or gives a known key the wrong type raises
 :class:`bot.errors.ConfigError` naming the file and the key.
@@ -35,6 +37,8 @@ class RepoConfig:
     """Commands joined with `` && `` when the file gives a list."""
     timeout_s: float | None = None
     memory_mb: int | None = None
+    setup_allow: tuple[str, ...] = ()
+    """``setup_network.allow``: extra hosts for the setup step (never a non-public address)."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Keys this version does not know, as parsed."""
     path: Path | None = None
@@ -77,6 +81,23 @@ def _positive(path: Path, key: str, value: object, *, integer: bool) -> float | 
     return float(value)
 
 
+def _setup_allow(path: Path, value: object) -> tuple[str, ...]:
+    from runners.egress import PolicyError, parse_allow_list
+
+    if value is None:
+        return ()
+    if not isinstance(value, dict) or set(value) - {"allow"}:
+        raise ConfigError(f"{_where(path, 'setup_network')} must be a mapping with one key, `allow`")
+    items = value.get("allow") or []
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        raise ConfigError(f"{_where(path, 'setup_network')}: `allow` must be a list of host or host:port")
+    try:
+        parse_allow_list(items, trusted=False)
+    except PolicyError as exc:
+        raise ConfigError(f"{_where(path, 'setup_network')}: {exc}") from None
+    return tuple(item.strip() for item in items)
+
+
 def parse_repo_config(text: str, *, path: Path = Path(".arcs.yml")) -> RepoConfig:
     """Parse the text of an ``.arcs.yml``; see the module docstring for the keys."""
     try:
@@ -93,7 +114,7 @@ def parse_repo_config(text: str, *, path: Path = Path(".arcs.yml")) -> RepoConfi
     bad_keys = [k for k in data if not isinstance(k, str)]
     if bad_keys:
         raise ConfigError(f"{path.name}: keys must be strings, got {bad_keys[0]!r}")
-    known = {"test", "setup", "timeout_s", "memory_mb"}
+    known = {"test", "setup", "timeout_s", "memory_mb", "setup_network"}
     timeout = _positive(path, "timeout_s", data.get("timeout_s"), integer=False)
     memory = _positive(path, "memory_mb", data.get("memory_mb"), integer=True)
     return RepoConfig(
@@ -101,6 +122,7 @@ def parse_repo_config(text: str, *, path: Path = Path(".arcs.yml")) -> RepoConfi
         setup=_command(path, "setup", data.get("setup"), allow_list=True),
         timeout_s=timeout,
         memory_mb=int(memory) if memory is not None else None,
+        setup_allow=_setup_allow(path, data.get("setup_network")),
         extra={k: v for k, v in data.items() if k not in known},
         path=path,
     )

@@ -1,10 +1,20 @@
 """``DockerRunner``: the production runner, one throwaway container per command.
 
-The container gets no network (``--network none``) unless asked for the setup phase, a read-only
-root filesystem with tmpfs ``/tmp`` and ``$HOME``, an unprivileged user, no capabilities,
+The container gets no network (``--network none``), a read-only root filesystem with tmpfs ``/tmp``
+and ``$HOME``, an unprivileged user, no capabilities,
 ``no-new-privileges``, memory/pids/cpu limits, and optionally gVisor (``--runtime runsc``). The
 workspace is bind-mounted read-write at ``/workspace``. On timeout the container is killed by name
 (killing the ``docker`` client alone would leave it running).
+
+The setup phase (``network=True``) follows the runner's ``setup_network`` policy
+(:mod:`runners.egress`): ``registries`` (default) keeps ``--network none`` and mounts the folder of
+an :class:`runners.egress_session.EgressSession` at ``/run/arcs-egress`` (read-only): the
+allow-listing proxy's Unix socket and the relay that the setup command starts with the image's
+``python3`` on the container's own ``127.0.0.1:3128``. The folder is created under the workspace
+root, which the engine must see at the same path (as for the workspace itself). ``none`` gives setup
+no network either; ``host`` gives it ``--network bridge`` (unsafe: the bridge reaches the host and
+everything it can reach). With gVisor the runtime must allow host Unix sockets
+(``runsc --host-uds=open``), or the relay cannot connect and setup fails saying so.
 
 Workers use it with ``ARCS_RUNNER=docker`` (``ARCS_RUNNER_IMAGE``, ``ARCS_RUNNER_RUNTIME``):
 :func:`runners.sandbox.make_runner` builds it and calls :meth:`DockerRunner.check` first, so a
@@ -24,8 +34,17 @@ from pathlib import Path
 
 from bot.errors import UsageError
 from runners.base import Execution
+from runners.egress import MAVEN_SETTINGS_NAME, RELAY_DIR, EgressPolicy
+from runners.egress_session import network_plan
 from runners.limits import DEFAULT_OUTPUT_CAP, DEFAULT_OUTPUT_KILL, Limits, supervise
-from runners.sandbox import SANDBOX_WORKDIR, SandboxUnavailable, chown_tree, collect_artifacts, sandbox_env
+from runners.sandbox import (
+    SANDBOX_HOME,
+    SANDBOX_WORKDIR,
+    SandboxUnavailable,
+    chown_tree,
+    collect_artifacts,
+    sandbox_env,
+)
 
 DEFAULT_IMAGE = "python:3.11-slim"
 NOBODY = 65534
@@ -42,6 +61,8 @@ _CLIENT_ENV = (
     "XDG_RUNTIME_DIR",
 )
 _CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_CONTAINER_PYTHON = "python3"
+"""Runs the egress relay in the container (found on its PATH: the runner image has it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,12 +92,24 @@ def docker_run_argv(
     memory_mb: int,
     network: bool,
     env: Mapping[str, str],
+    egress: Path | None = None,
 ) -> list[str]:
-    """The ``docker run`` command line for one command (pure; unit-tested)."""
+    """The ``docker run`` command line for one command (pure; unit-tested).
+
+    ``network`` attaches the default bridge (the unsafe ``host`` setup mode only); otherwise
+    ``--network none``. ``egress`` is an egress session's folder, mounted read-only at
+    ``/run/arcs-egress`` (the ``registries`` setup mode).
+    """
     argv = [docker, "run", "--rm", "--name", name, "--init"]
     argv += ["--network", "bridge" if network else "none"]
     argv += ["--read-only", "--tmpfs", f"/tmp:rw,nosuid,nodev,size={options.tmpfs_mb}m,mode=1777"]
-    argv += ["--tmpfs", f"/home/sandbox:rw,nosuid,nodev,size={options.tmpfs_mb}m,mode=1777"]
+    argv += ["--tmpfs", f"{SANDBOX_HOME}:rw,nosuid,nodev,size={options.tmpfs_mb}m,mode=1777"]
+    if egress is not None:
+        argv += ["--volume", f"{egress.resolve()}:{RELAY_DIR}:ro"]
+        # Maven reads its proxy from settings.xml only; ~/.m2 stays writable for the downloads.
+        argv += ["--tmpfs", f"{SANDBOX_HOME}/.m2:rw,nosuid,nodev,mode=1777"]
+        settings = egress.resolve() / MAVEN_SETTINGS_NAME
+        argv += ["--volume", f"{settings}:{SANDBOX_HOME}/.m2/settings.xml:ro"]
     argv += ["--user", user, "--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
     argv += ["--memory", f"{memory_mb}m", "--memory-swap", f"{memory_mb}m"]
     argv += ["--pids-limit", str(options.pids_limit), "--cpus", f"{options.cpus:g}"]
@@ -102,8 +135,12 @@ class DockerRunner:
         docker: str = "docker",
         output_cap_bytes: int = DEFAULT_OUTPUT_CAP,
         output_kill_bytes: int = DEFAULT_OUTPUT_KILL,
+        setup_network: EgressPolicy | None = None,
     ) -> None:
-        """Find the docker client; raise :class:`SandboxUnavailable` if it is not installed."""
+        """Find the docker client; raise :class:`SandboxUnavailable` if it is not installed.
+
+        ``setup_network``: the setup phase's network policy (default: the registries only).
+        """
         found = shutil.which(docker)
         if found is None:
             raise SandboxUnavailable(f"the docker client ({docker}) is not installed")
@@ -111,6 +148,7 @@ class DockerRunner:
         self.options = options or DockerOptions()
         self.output_cap_bytes = output_cap_bytes
         self.output_kill_bytes = output_kill_bytes
+        self.setup_network = setup_network or EgressPolicy()
 
     def client_env(self) -> dict[str, str]:
         """The docker client's own environment: engine and registry settings only."""
@@ -193,22 +231,10 @@ class DockerRunner:
             output_kill_bytes=self.output_kill_bytes,
         )
         name = f"arcs-{uuid.uuid4().hex[:16]}"
-        container_env = sandbox_env(_CONTAINER_PATH, env)
         root = os.geteuid() == 0
         user = self.options.user or (f"{NOBODY}:{NOBODY}" if root else f"{os.getuid()}:{os.getgid()}")
         owner = workspace.stat()
         chown = root and self.options.user is None
-        argv = docker_run_argv(
-            docker=self.docker,
-            name=name,
-            options=self.options,
-            user=user,
-            workspace=workspace,
-            command=command,
-            memory_mb=memory_mb,
-            network=network,
-            env=container_env,
-        )
 
         def kill(proc: subprocess.Popen[bytes]) -> None:
             subprocess.run(
@@ -220,13 +246,28 @@ class DockerRunner:
             )
             proc.kill()
 
-        try:
-            if chown:
-                chown_tree(workspace, NOBODY, NOBODY)
-            done = supervise(argv, env=self.client_env(), cwd="/", limits=limits, kill=kill)
-        finally:
-            if chown:
-                chown_tree(workspace, owner.st_uid, owner.st_gid)
+        plan_python = _CONTAINER_PYTHON if network else None
+        with network_plan(self.setup_network, network, command, env, python=plan_python) as plan:
+            argv = docker_run_argv(
+                docker=self.docker,
+                name=name,
+                options=self.options,
+                user=user,
+                workspace=workspace,
+                command=plan.command,
+                memory_mb=memory_mb,
+                network=plan.share_net,
+                env=sandbox_env(_CONTAINER_PATH, plan.env),
+                egress=plan.egress,
+            )
+            try:
+                if chown:
+                    chown_tree(workspace, NOBODY, NOBODY)
+                done = supervise(argv, env=self.client_env(), cwd="/", limits=limits, kill=kill)
+            finally:
+                if chown:
+                    chown_tree(workspace, owner.st_uid, owner.st_gid)
+        done = plan.annotate(done)
         killed_by = done.killed_by
         # 137 from the engine with no kill of ours: the kernel's OOM killer inside the memory cgroup.
         if killed_by is None and done.exit_code == -9:

@@ -10,7 +10,11 @@ What the sandbox sees (``LocalSandbox``):
 * the workspace read-write at ``/workspace`` (the working directory), private tmpfs ``/tmp``,
   ``/dev/shm`` and ``$HOME=/home/sandbox``; a fresh ``/proc`` that shows only the sandbox;
 * an environment built from nothing: ``PATH``, ``HOME``, ``LANG``... plus the caller's ``env``;
-* no network (only a private loopback) unless ``network=True`` (the setup phase);
+* no network (only a private loopback); with ``network=True`` (the setup phase) the
+  ``setup_network`` policy (:mod:`runners.egress`): by default still its own network namespace,
+  whose one way out is an allow-listing proxy for the package registries, reached through a Unix
+  socket bound at ``/run/arcs-egress`` and a relay on the sandbox's ``127.0.0.1:3128``; ``none``
+  keeps it offline, ``host`` (unsafe) shares the host's network;
 * its own pid namespace: when the command exits or is killed, every process it left is killed too.
 
 Limits: wall time (SIGKILL to the whole sandbox), ``RLIMIT_DATA`` (memory), ``RLIMIT_NPROC``
@@ -49,6 +53,8 @@ import structlog
 
 from bot.errors import ArcsError, ConfigError, UsageError
 from runners.base import Execution, Runner
+from runners.egress import MAVEN_SETTINGS_NAME, RELAY_DIR, EgressPolicy
+from runners.egress_session import network_plan
 from runners.limits import (
     DEFAULT_OUTPUT_CAP,
     DEFAULT_OUTPUT_KILL,
@@ -195,6 +201,7 @@ def _execution(command: str, done: Supervised, artifacts: Mapping[str, str]) -> 
         killed_by=done.killed_by,
         truncated=done.truncated,
         artifacts=dict(artifacts),
+        hang=done.hang,
     )
 
 
@@ -299,12 +306,14 @@ class LocalSandbox:
         tmpfs_mb: int = 1024,
         output_cap_bytes: int = DEFAULT_OUTPUT_CAP,
         output_kill_bytes: int = DEFAULT_OUTPUT_KILL,
+        setup_network: EgressPolicy | None = None,
     ) -> None:
         """Find bubblewrap (raise :class:`SandboxUnavailable` if absent); run nothing yet.
 
         ``toolchain_paths`` are bound read-only at their host paths and their ``bin`` folders
         lead ``PATH``; ``bind_python`` adds the running interpreter's installation
-        (``sys.base_prefix``) the same way.
+        (``sys.base_prefix``) the same way. ``setup_network`` is what ``network=True`` runs get
+        (default: the package registries only, :class:`runners.egress.EgressPolicy`).
         """
         found = shutil.which(str(bwrap) if bwrap is not None else "bwrap")
         if found is None:
@@ -320,6 +329,7 @@ class LocalSandbox:
         self.tmpfs_mb = tmpfs_mb
         self.output_cap_bytes = output_cap_bytes
         self.output_kill_bytes = output_kill_bytes
+        self.setup_network = setup_network or EgressPolicy()
         paths = [Path(sys.base_prefix)] if bind_python else []
         paths.extend(Path(p) for p in toolchain_paths)
         binds: list[Path] = []
@@ -418,8 +428,14 @@ class LocalSandbox:
         data_fds: Mapping[str, int],
         etc_dir: Path,
         status_fd: int | None = None,
+        egress: Path | None = None,
     ) -> list[str]:
-        """The full ``bwrap ... -- [setpriv ... --] sh -c ...`` command line (no side effects)."""
+        """The full ``bwrap ... -- [setpriv ... --] sh -c ...`` command line (no side effects).
+
+        ``network`` shares the host's network (the ``host`` setup mode only); otherwise the sandbox
+        has its own network namespace. ``egress`` is the host folder of an
+        :class:`runners.egress_session.EgressSession`, bound read-only at ``/run/arcs-egress``.
+        """
         argv = [self.bwrap]
         if mode == "setpriv":
             # Privileged bwrap: no user namespace, so setpriv can switch to a real unprivileged uid.
@@ -470,6 +486,13 @@ class LocalSandbox:
             for name in _ETC_NETWORK:
                 if (Path("/etc") / name).exists():
                     argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+        if egress is not None:
+            parents(RELAY_DIR)
+            argv += ["--ro-bind", str(egress), RELAY_DIR]
+            # Maven reads its proxy from settings.xml only; ~/.m2 stays writable for the downloads.
+            m2 = f"{SANDBOX_HOME}/.m2"
+            argv += ["--perms", "1777", "--dir", m2]
+            argv += ["--ro-bind", str(egress / MAVEN_SETTINGS_NAME), f"{m2}/settings.xml"]
         for path in self.toolchain_paths:
             parents(str(path))
             argv += ["--ro-bind", str(path), str(path)]
@@ -517,14 +540,34 @@ class LocalSandbox:
             output_kill_bytes=self.output_kill_bytes,
         )
         try:
-            done, started = self._run(
-                workspace, command, mode=self.mode, limits=limits, network=network, env=env
-            )
+            python = self.relay_python() if network else None
+            with network_plan(self.setup_network, network, command, env, python=python) as plan:
+                done, started = self._run(
+                    workspace,
+                    plan.command,
+                    mode=self.mode,
+                    limits=limits,
+                    network=plan.share_net,
+                    env=plan.env,
+                    egress=plan.egress,
+                )
         except OSError as exc:
             raise SandboxUnavailable(f"could not start bubblewrap: {exc}") from exc
         if not started and done.killed_by is None:
             raise SandboxUnavailable(f"bubblewrap could not start the sandbox: {done.stderr.strip()}")
-        return _execution(command, done, collect_artifacts(workspace, collect))
+        return _execution(command, plan.annotate(done), collect_artifacts(workspace, collect))
+
+    def relay_python(self) -> str | None:
+        """A Python the sandbox can run the egress relay with (its host path is its sandbox path).
+
+        ARCS's own interpreter when the sandbox sees it, then the system's, and only then a
+        toolchain's (which may be the repository's own ``.venv``).
+        """
+        own = Path(sys.base_prefix)
+        first = [own / "bin" / "python3"] if own in self.toolchain_paths or own.is_relative_to("/usr") else []
+        system = [Path("/usr/bin/python3"), Path("/usr/local/bin/python3")]
+        candidates = [*first, *system, *(path / "bin" / "python3" for path in self.toolchain_paths)]
+        return next((str(path) for path in candidates if os.access(path, os.X_OK)), None)
 
     def _run(
         self,
@@ -535,6 +578,7 @@ class LocalSandbox:
         limits: Limits,
         network: bool,
         env: Mapping[str, str] | None,
+        egress: Path | None = None,
     ) -> tuple[Supervised, bool]:
         """Run once; also report whether bwrap got as far as starting the command."""
         full_env = sandbox_env(self.path, env)
@@ -561,6 +605,7 @@ class LocalSandbox:
                 data_fds=data_fds,
                 etc_dir=self.etc_dir(),
                 status_fd=status_w,
+                egress=egress,
             )
             # bwrap itself gets an empty environment: nothing of the host's reaches the sandbox,
             # not even through /proc/1/environ of its init process.
@@ -678,6 +723,7 @@ def make_runner(
     image: str | None = None,
     runtime: str | None = None,
     docker: str = "docker",
+    setup_network: EgressPolicy | None = None,
 ) -> Runner:
     """The runner for this machine, checked: the one place that turns settings into a runner.
 
@@ -686,21 +732,26 @@ def make_runner(
     - ``kind="docker"``: a :class:`runners.docker.DockerRunner` on ``image`` (required) with
       ``runtime`` (``runsc``: gVisor); ``toolchain_paths`` do not apply (the image has its own).
 
+    ``setup_network`` is the setup phase's network policy (default: the package registries only);
+    the unsafe runner cannot enforce it.
+
     Raises :class:`SandboxUnavailable` (one line, saying what to install, start or set) when the
     chosen runner cannot run here, and :class:`ConfigError` when ``image`` is missing for docker.
     """
     if unsafe_no_sandbox:
         return UnsafeLocalRunner(toolchain_paths=toolchain_paths)
     if kind == "docker":
-        return _docker_runner(image=image, runtime=runtime, docker=docker)
+        return _docker_runner(image=image, runtime=runtime, docker=docker, setup_network=setup_network)
     if kind != "bubblewrap":
         raise ConfigError(f"ARCS_RUNNER: unknown runner {kind!r} (use bubblewrap or docker)")
-    sandbox = LocalSandbox(toolchain_paths=toolchain_paths)
+    sandbox = LocalSandbox(toolchain_paths=toolchain_paths, setup_network=setup_network)
     sandbox.check()
     return sandbox
 
 
-def _docker_runner(*, image: str | None, runtime: str | None, docker: str) -> Runner:
+def _docker_runner(
+    *, image: str | None, runtime: str | None, docker: str, setup_network: EgressPolicy | None = None
+) -> Runner:
     from runners.docker import DockerOptions, DockerRunner  # runners.docker imports this module
 
     if not image:
@@ -709,7 +760,9 @@ def _docker_runner(*, image: str | None, runtime: str | None, docker: str) -> Ru
             "(deploy/runner/Dockerfile builds one)"
         )
     try:
-        runner = DockerRunner(DockerOptions(image=image, runtime=runtime or None), docker=docker)
+        runner = DockerRunner(
+            DockerOptions(image=image, runtime=runtime or None), docker=docker, setup_network=setup_network
+        )
         runner.check()
     except SandboxUnavailable as exc:
         raise SandboxUnavailable(

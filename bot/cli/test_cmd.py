@@ -93,6 +93,7 @@ def run_test(args: argparse.Namespace, ctx: Context) -> int:
     """``arcs test PATH``: exit 0 when every test passed, 1 otherwise."""
     from runners.commands import resolve_test_command
     from runners.config import load_repo_config
+    from runners.egress import EgressPolicy
     from runners.execute import run_tests
     from runners.sandbox import make_runner
 
@@ -116,6 +117,9 @@ def run_test(args: argparse.Namespace, ctx: Context) -> int:
         kind=settings.runner,
         image=settings.runner_image,
         runtime=settings.runner_runtime,
+        setup_network=EgressPolicy.build(
+            settings.setup_network, settings.setup_network_allow, config.setup_allow
+        ),
     )
     ctx.out.info(f"arcs: running `{resolved.command}` ({resolved.source}) with {runner.name}")
     run = run_tests(runner, repo, resolved, timeout_s=timeout_s, memory_mb=memory_mb)

@@ -46,11 +46,17 @@ NON_ARCS_VARIABLES = frozenset(
         "GITHUB_APP_KEY_FILE",
         # gunicorn: the proxies whose X-Forwarded-* headers are trusted
         "FORWARDED_ALLOW_IPS",
-        # the official PostgreSQL image
+        # the official PostgreSQL image, and deploy/postgres/init-arcs.sh (the role ARCS uses)
         "POSTGRES_USER",
         "POSTGRES_DB",
         "POSTGRES_PASSWORD",
         "PGDATA",
+        "APP_DB_USER",
+        "APP_DB_NAME",
+        "APP_DB_PASSWORD",
+        # Redis: the requirepass password, and redis-cli's (the health check's)
+        "REDIS_PASSWORD",
+        "REDISCLI_AUTH",
         # the official Qdrant image
         "QDRANT_INIT_FILE_PATH",
         "QDRANT__SERVICE__API_KEY",
@@ -387,7 +393,7 @@ def test_compose_points_arcs_at_its_own_services() -> None:
         key: interpolate(str(value)) for key, value in compose()["services"]["worker"]["environment"].items()
     }
     settings = load_settings({key: value for key, value in env.items() if key.startswith("ARCS_")})
-    assert settings.broker_url == "redis://redis:6379/0"
+    assert settings.broker_url == "redis://:x@redis:6379/0"  # x: the ${REDIS_PASSWORD:?...}
     assert settings.qdrant_url == "http://qdrant:6333"
     assert (
         settings.sqlalchemy_url.startswith("postgresql://arcs:")
@@ -408,10 +414,10 @@ def compose_variables() -> set[str]:
 
 
 def k8s_variables() -> set[str]:
-    """Variables of the ConfigMaps and of every container's ``env`` in deploy/k8s."""
+    """Variables of the settings ConfigMap and of every container's ``env`` in deploy/k8s."""
     names: set[str] = set()
     for doc in manifests():
-        if doc.get("kind") == "ConfigMap":
+        if doc.get("kind") == "ConfigMap" and doc["metadata"]["name"] == "arcs-config":  # not files
             names |= set(doc.get("data") or {})
         spec = doc.get("spec", {}).get("template", {}).get("spec", {})
         for container in spec.get("containers", []) if isinstance(spec, dict) else []:
@@ -598,8 +604,9 @@ def test_k8s_config_loads_as_settings(tmp_path: Path) -> None:
     values = {key: str(value) for key, value in config.items()}
     values["ARCS_HOME"] = str(tmp_path)
     settings = load_settings(values)
-    assert settings.broker_url == "redis://arcs-redis:6379/0"
+    assert settings.broker_url is None  # it carries Redis's password: from the Secret (broker-url)
     assert settings.qdrant_url == "http://arcs-qdrant:6333"
+    assert (settings.setup_network, settings.setup_network_allow) == ("registries", ())
     assert settings.app_id is None  # "" counts as unset until the overlay fills it in
     # A worker pod has no container engine: its tests run in bubblewrap, whatever the default.
     assert settings.runner == "bubblewrap"
@@ -654,3 +661,163 @@ def test_kustomize_renders(path: Path) -> None:
         assert {doc["metadata"].get("namespace") for doc in rendered if doc["kind"] != "Namespace"} == {
             "arcs"
         }
+
+
+# ------------------------------------------------------------------ data store credentials
+
+INIT_SCRIPT = DEPLOY / "postgres" / "init-arcs.sh"
+
+
+def compose_env(service: str) -> dict[str, str]:
+    return {
+        key: str(value) for key, value in (compose()["services"][service].get("environment") or {}).items()
+    }
+
+
+def container_env(workload: str) -> dict[str, dict[str, Any]]:
+    """name -> env entry of the first container of ``workload``."""
+    spec = dict(pod_specs())[workload]
+    return {entry["name"]: entry for entry in spec["containers"][0].get("env", [])}
+
+
+def test_compose_redis_wants_a_password_and_arcs_has_it() -> None:
+    services = compose()["services"]
+    command = services["redis"]["command"]
+    assert command[0] == "redis-server"
+    assert (
+        command[command.index("--requirepass") + 1] == "${REDIS_PASSWORD:?set REDIS_PASSWORD in deploy/.env}"
+    )
+    assert compose_env("redis")["REDISCLI_AUTH"].startswith("${REDIS_PASSWORD:?")
+    # redis-cli exits 0 on NOAUTH: the check must look for PONG.
+    assert services["redis"]["healthcheck"]["test"] == ["CMD-SHELL", "redis-cli ping | grep -q PONG"]
+    broker = compose_env("worker")["ARCS_BROKER_URL"]
+    assert broker.startswith("redis://:${REDIS_PASSWORD:?") and broker.endswith("@redis:6379/0")
+    assert interpolate(broker, {"REDIS_PASSWORD": "pw"}) == "redis://:pw@redis:6379/0"
+
+
+def test_compose_arcs_connects_as_a_role_that_is_not_the_superuser() -> None:
+    postgres = compose_env("postgres")
+    assert postgres["POSTGRES_USER"] == "postgres"  # the superuser the image creates
+    assert postgres["APP_DB_USER"] == "arcs" and postgres["APP_DB_NAME"] == "arcs"
+    assert postgres["APP_DB_PASSWORD"].startswith("${APP_DB_PASSWORD:?")
+    assert postgres["POSTGRES_PASSWORD"].startswith("${POSTGRES_PASSWORD:?")
+    url = compose_env("worker")["ARCS_DATABASE_URL"]
+    assert url.startswith("postgresql://arcs:${APP_DB_PASSWORD:?") and "POSTGRES_PASSWORD" not in url
+    assert url.endswith("@postgres:5432/arcs")
+    (mount,) = compose()["services"]["postgres"]["configs"]
+    assert mount["target"].startswith("/docker-entrypoint-initdb.d/") and mount["target"].endswith(".sh")
+    assert (COMPOSE.parent / compose()["configs"][mount["source"]]["file"]).resolve() == INIT_SCRIPT
+    assert INIT_SCRIPT.stat().st_mode & 0o111, "executed, not sourced, by the image's entrypoint"
+
+
+def test_k8s_redis_wants_a_password_and_arcs_has_it() -> None:
+    env = container_env("arcs-redis")
+    assert env["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
+        "name": "arcs-secrets",
+        "key": "redis-password",
+    }
+    assert env["REDISCLI_AUTH"]["valueFrom"] == env["REDIS_PASSWORD"]["valueFrom"]
+    container = dict(pod_specs())["arcs-redis"]["containers"][0]
+    args = container["args"]
+    assert args[args.index("--requirepass") + 1] == "$(REDIS_PASSWORD)"  # expanded by the kubelet
+    assert "grep -q PONG" in " ".join(container["readinessProbe"]["exec"]["command"])
+    for workload in ("arcs-web", "arcs-worker"):
+        ref = container_env(workload)["ARCS_BROKER_URL"]["valueFrom"]["secretKeyRef"]
+        assert ref == {"name": "arcs-secrets", "key": "broker-url"}, workload
+        ref = container_env(workload)["ARCS_DATABASE_URL"]["valueFrom"]["secretKeyRef"]
+        assert ref == {"name": "arcs-secrets", "key": "database-url"}, workload
+
+
+def test_k8s_arcs_connects_as_a_role_that_is_not_the_superuser() -> None:
+    env = container_env("arcs-postgres")
+    assert env["POSTGRES_USER"]["value"] == "postgres"
+    assert env["APP_DB_USER"]["value"] == "arcs" and env["APP_DB_NAME"]["value"] == "arcs"
+    superuser = env["POSTGRES_PASSWORD"]["valueFrom"]["secretKeyRef"]["key"]
+    app = env["APP_DB_PASSWORD"]["valueFrom"]["secretKeyRef"]["key"]
+    assert superuser != app
+    spec = dict(pod_specs())["arcs-postgres"]
+    mounts = {m["name"]: m for m in spec["containers"][0]["volumeMounts"]}
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    init = next(name for name, m in mounts.items() if m["mountPath"] == "/docker-entrypoint-initdb.d")
+    config_name = volumes[init]["configMap"]["name"]
+    assert volumes[init]["configMap"]["defaultMode"] == 0o555
+    (config,) = [
+        doc for doc in manifests() if doc["kind"] == "ConfigMap" and doc["metadata"]["name"] == config_name
+    ]
+    (script,) = config["data"].values()
+    assert script == INIT_SCRIPT.read_text(encoding="utf-8"), (
+        "keep postgres-init.yaml in step with init-arcs.sh"
+    )
+    secrets = {
+        doc["metadata"]["name"]: doc["stringData"] for doc in k8s_docs(K8S / "base" / "secret.example.yaml")
+    }
+    data = secrets["arcs-secrets"]
+    assert data["database-url"].startswith("postgresql://arcs:REPLACE_ME@")
+    assert data["broker-url"] == "redis://:REPLACE_ME@arcs-redis:6379/0"
+    assert {superuser, app, "redis-password"} <= set(data)
+
+
+@pytest.mark.postgres
+def test_init_script_makes_an_unprivileged_owner_that_can_run_arcs(pg_create_db: Any) -> None:
+    """Run deploy/postgres/init-arcs.sh against the local server, then open ARCS's store as the role."""
+    import uuid
+
+    from sqlalchemy import create_engine, text
+
+    from bot.store.store import Store
+    from tests.conftest import PG_ADMIN_URL
+
+    if shutil.which("psql") is None:
+        pytest.skip("psql is not installed")
+    name = f"arcs_init_{uuid.uuid4().hex[:10]}"
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PGHOST": "127.0.0.1",
+        "POSTGRES_USER": "postgres",
+        "POSTGRES_DB": "postgres",
+        "APP_DB_USER": name,
+        "APP_DB_NAME": name,
+        "APP_DB_PASSWORD": "not-used-with-trust-auth",
+    }
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    try:
+        done = subprocess.run(["sh", str(INIT_SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        with admin.connect() as conn:
+            role = conn.execute(
+                text(
+                    "SELECT rolsuper, rolcreatedb, rolcreaterole, rolreplication, rolbypassrls, rolcanlogin "
+                    "FROM pg_roles WHERE rolname = :n"
+                ),
+                {"n": name},
+            ).one()
+            owner = conn.execute(
+                text("SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = :n"), {"n": name}
+            ).scalar_one()
+        assert tuple(role) == (False, False, False, False, False, True)
+        assert owner == name
+        # ARCS creates and migrates its schema as that role...
+        store = Store.open(f"postgresql://{name}@127.0.0.1:5432/{name}")
+        store.engine.dispose()
+        # ...and can do nothing a superuser could.
+        app = create_engine(
+            f"postgresql+psycopg://{name}@127.0.0.1:5432/{name}", isolation_level="AUTOCOMMIT"
+        )
+        try:
+            with app.connect() as conn:
+                assert conn.execute(text("SELECT count(*) FROM alembic_version")).scalar_one() == 1
+                for statement in (
+                    "CREATE ROLE arcs_escalation",
+                    f'CREATE DATABASE "{name}_other"',
+                    "SELECT pg_read_file('/etc/hostname')",
+                    "COPY (SELECT 1) TO PROGRAM 'true'",
+                ):
+                    with pytest.raises(Exception, match=r"(?i)permission denied|must be superuser|privilege"):
+                        conn.execute(text(statement))
+        finally:
+            app.dispose()
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            conn.execute(text(f'DROP ROLE IF EXISTS "{name}"'))
+        admin.dispose()

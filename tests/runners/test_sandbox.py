@@ -455,9 +455,12 @@ class TestLocalSandbox:
 
     @pytest.mark.parametrize("privilege", ["auto", "userns"])
     def test_network_only_when_asked(self, privilege: str, ws: Path) -> None:
-        # A server on the host's loopback stands in for the internet: reachable in the setup
-        # phase (network=True), not in the test phase.
-        box = LocalSandbox(privilege=privilege)  # type: ignore[arg-type]
+        # A server on the host's loopback: the unsafe `host` setup mode reaches it in the setup
+        # phase (network=True), never in the test phase; the default setup policy does not reach
+        # it at all (tests/runners/test_setup_isolation.py has the full set of probes).
+        from runners.egress import EgressPolicy
+
+        box = LocalSandbox(privilege=privilege, setup_network=EgressPolicy(mode="host"))  # type: ignore[arg-type]
         with socket.create_server(("127.0.0.1", 0)) as server:
             port = server.getsockname()[1]
             probe = (
@@ -465,7 +468,9 @@ class TestLocalSandbox:
             )
             assert box.run(ws, probe, timeout_s=30, network=True).ok
             offline = box.run(ws, probe, timeout_s=30)
+            default = LocalSandbox(privilege=privilege).run(ws, probe, timeout_s=30, network=True)  # type: ignore[arg-type]
         assert not offline.ok and "ConnectionRefusedError" in offline.stderr
+        assert not default.ok and "ConnectionRefusedError" in default.stderr
 
     def test_check_and_make_runner(self) -> None:
         runner = make_runner()

@@ -243,13 +243,15 @@ def test_bubblewrap_settings_give_a_checked_sandbox_with_the_toolchains(
     from jobs.fix import _make_runner
 
     made: list[tuple[Path, ...]] = []
+    policies: list[Any] = []
 
     class RecordingSandbox:
         name = "bubblewrap"
         checked = False
 
-        def __init__(self, *, toolchain_paths: Sequence[Path] = ()) -> None:
+        def __init__(self, *, toolchain_paths: Sequence[Path] = (), setup_network: Any = None) -> None:
             made.append(tuple(toolchain_paths))
+            policies.append(setup_network)
 
         def check(self) -> None:
             RecordingSandbox.checked = True
@@ -258,6 +260,7 @@ def test_bubblewrap_settings_give_a_checked_sandbox_with_the_toolchains(
     runner = _make_runner(settings, False, (Path("/opt/venv"),))
     assert isinstance(runner, RecordingSandbox) and RecordingSandbox.checked
     assert made == [(Path("/opt/venv"),)]
+    assert policies[0].mode == "registries"  # ARCS_SETUP_NETWORK's default reaches the sandbox
 
 
 def test_an_unknown_kind_is_a_config_error() -> None:
