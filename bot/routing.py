@@ -1,10 +1,12 @@
 """Webhook routing: ``(event, action)`` -> a pure handler -> the jobs to enqueue.
 
 Each concern has its own module under :mod:`bot.handlers` with its own :class:`Router`; this
-module composes them (:func:`build_router`). Handlers receive the githubkit event model (already
-parsed and validated) and a :class:`RouteContext`, and return a :class:`Decision`: the
-:class:`~jobs.messages.JobRequest` s to enqueue, or why nothing is enqueued. They do no I/O, so
-they are unit-testable without HTTP, a database or a broker.
+module composes them (:func:`build_router`). Each route names the view its handler reads
+(:mod:`bot.handlers.views`: only the fields the handler uses); :meth:`Router.route` reads the
+payload as that view (:class:`~bot.handlers.views.PayloadInvalid` names a needed field that is
+missing or mistyped) and calls the handler with it and a :class:`RouteContext`. Handlers return a
+:class:`Decision`: the :class:`~jobs.messages.JobRequest` s to enqueue, or why nothing is
+enqueued. They do no I/O, so they are unit-testable without HTTP, a database or a broker.
 
 What handlers deliberately do *not* decide (it needs the GitHub API, which the request path never
 calls): the repository's ``.arcs.yml`` (watched branches, the trigger label), the retry cap on
@@ -19,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from bot.handlers.views import View, read
 from bot.settings import Settings
 from jobs.messages import ActorName, JobRequest
 
@@ -94,7 +97,15 @@ def ignore(reason: str) -> Decision:
 
 
 Handler = Callable[[Any, RouteContext], Decision]
-H = TypeVar("H", bound=Callable[..., Decision])
+V = TypeVar("V", bound=View)
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """A handler and the view of the payload it reads."""
+
+    handler: Handler
+    view: type[View]
 
 
 @dataclass
@@ -102,47 +113,60 @@ class Router:
     """Maps ``(event, action)`` to a handler; ``action=None`` matches every action of the event."""
 
     name: str
-    _handlers: dict[tuple[str, str | None], Handler] = field(default_factory=dict)
+    _routes: dict[tuple[str, str | None], Route] = field(default_factory=dict)
 
-    def on(self, event: str, *actions: str) -> Callable[[H], H]:
-        """Decorator: register a handler for ``event`` (and the given ``actions``, or all)."""
+    def on(
+        self, event: str, *actions: str, view: type[V]
+    ) -> Callable[[Callable[[V, RouteContext], Decision]], Callable[[V, RouteContext], Decision]]:
+        """Decorator: route ``event`` (the given ``actions``, or all) to a handler of ``view``."""
 
-        def register(fn: H) -> H:
+        def register(fn: Callable[[V, RouteContext], Decision]) -> Callable[[V, RouteContext], Decision]:
             for action in actions or (None,):
                 key = (event, action)
-                if key in self._handlers:
+                if key in self._routes:
                     raise ValueError(f"{self.name}: {event}.{action or '*'} is already routed")
-                self._handlers[key] = fn
+                self._routes[key] = Route(fn, view)
             return fn
 
         return register
 
     def include(self, other: Router) -> None:
         """Add every route of ``other`` (a concern's router) to this one; overlaps are a bug."""
-        for key, fn in other._handlers.items():
-            if key in self._handlers:
+        for key, found in other._routes.items():
+            if key in self._routes:
                 raise ValueError(f"{self.name}: {key[0]}.{key[1] or '*'} routed by two routers")
-            self._handlers[key] = fn
+            self._routes[key] = found
 
     def events(self) -> frozenset[str]:
-        """Every event name with at least one handler (only these are parsed)."""
-        return frozenset(event for event, _ in self._handlers)
+        """Every event name with at least one handler."""
+        return frozenset(event for event, _ in self._routes)
 
     def routes(self) -> Iterator[tuple[str, str | None]]:
         """Every registered ``(event, action)`` pair."""
-        return iter(sorted(self._handlers, key=lambda k: (k[0], k[1] or "")))
+        return iter(sorted(self._routes, key=lambda k: (k[0], k[1] or "")))
+
+    def route_for(self, event: str, action: str | None) -> Route | None:
+        """The route of ``event.action`` (an exact action first, then the event's catch-all)."""
+        return self._routes.get((event, action)) or self._routes.get((event, None))
 
     def handler_for(self, event: str, action: str | None) -> Handler | None:
-        """The handler for ``event.action`` (an exact action first, then the event's catch-all)."""
-        return self._handlers.get((event, action)) or self._handlers.get((event, None))
+        """The handler of ``event.action`` (``None``: not routed)."""
+        found = self.route_for(event, action)
+        return found.handler if found is not None else None
 
-    def route(self, event: str, action: str | None, payload: Any, ctx: RouteContext) -> Decision:
-        """Run the matching handler, or ignore the event when none is registered."""
-        handler = self.handler_for(event, action)
-        if handler is None:
+    def route(
+        self, event: str, action: str | None, payload: Mapping[str, Any], ctx: RouteContext
+    ) -> Decision:
+        """Read ``payload`` as the matching handler's view and run it; ignore unrouted events.
+
+        Raises :class:`~bot.handlers.views.PayloadInvalid` when a field the handler needs is
+        missing or of the wrong type (nothing else of the payload is looked at).
+        """
+        found = self.route_for(event, action)
+        if found is None:
             what = f"{event}.{action}" if action else event
             return ignore(f"{what} is not handled")
-        return handler(payload, ctx)
+        return found.handler(read(found.view, payload), ctx)
 
 
 def build_router() -> Router:

@@ -110,11 +110,16 @@ def redis_recovery_options(requeue_s: float) -> dict[str, int]:
 
 
 def make_broker(
-    settings: Settings, *, on_failure: Callable[[DroppedJob], None] | None = None
+    settings: Settings,
+    *,
+    on_failure: Callable[[DroppedJob], None] | None = None,
+    timeout_s: float | None = None,
 ) -> dramatiq.Broker:
     """Build the broker ``settings.broker_url`` names, with ARCS's middleware; connects lazily.
 
     ``on_failure`` receives every message that is dropped (retries exhausted, too old).
+    ``timeout_s`` bounds connecting and every read or write on the broker's sockets (the web
+    process: a stalled Redis must not hold a webhook answer); ``None`` keeps the defaults.
 
     Redis: a message a worker fetched and never acknowledged (the worker was SIGKILLed, its host
     vanished) is redelivered ``settings.broker_requeue_s`` seconds after the worker's last
@@ -132,7 +137,13 @@ def make_broker(
         from dramatiq.brokers.redis import RedisBroker
 
         recovery = redis_recovery_options(settings.broker_requeue_s)
-        pool = redis.ConnectionPool.from_url(url, socket_connect_timeout=REDIS_CONNECT_TIMEOUT_S)
+        timeouts: dict[str, float] = {"socket_connect_timeout": REDIS_CONNECT_TIMEOUT_S}
+        if timeout_s is not None:
+            timeouts = {
+                "socket_connect_timeout": min(timeout_s, REDIS_CONNECT_TIMEOUT_S),
+                "socket_timeout": timeout_s,
+            }
+        pool = redis.ConnectionPool.from_url(url, **timeouts)
         broker = RedisBroker(connection_pool=pool, **recovery)  # type: ignore[no-untyped-call]
     elif kind == "rabbitmq":
         try:
@@ -145,7 +156,9 @@ def make_broker(
         params: Any = broker.parameters
         for one in params if isinstance(params, list) else [params]:
             if isinstance(one, pika.URLParameters) and "socket_timeout" not in url:
-                one.socket_timeout = AMQP_CONNECT_TIMEOUT_S
+                one.socket_timeout = AMQP_CONNECT_TIMEOUT_S if timeout_s is None else timeout_s
+            if isinstance(one, pika.URLParameters) and timeout_s is not None:
+                one.blocked_connection_timeout = timeout_s
     else:
         from dramatiq.brokers.stub import StubBroker
 
@@ -265,6 +278,6 @@ class BrokerEnqueuer:
         close_broker(self.broker)
 
 
-def make_enqueuer(settings: Settings) -> BrokerEnqueuer:
-    """The web side's enqueuer for the configured broker."""
-    return BrokerEnqueuer(make_broker(settings))
+def make_enqueuer(settings: Settings, *, timeout_s: float | None = None) -> BrokerEnqueuer:
+    """The web side's enqueuer for the configured broker (``timeout_s``: see :func:`make_broker`)."""
+    return BrokerEnqueuer(make_broker(settings, timeout_s=timeout_s))

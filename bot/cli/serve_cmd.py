@@ -28,6 +28,7 @@ from pydantic import SecretStr, ValidationError
 from bot.cli.app import Context
 from bot.errors import ConfigError, UsageError
 from bot.settings import Settings
+from bot.web.session_key import with_session_secret
 
 WORKER_CLASS = "uvicorn_worker.UvicornWorker"
 """uvicorn's own ``uvicorn.workers`` module is deprecated; the ``uvicorn-worker`` package replaces it."""
@@ -154,6 +155,8 @@ def run_serve(args: argparse.Namespace, ctx: Context) -> int:
     """Run gunicorn until it is stopped; the exit code is gunicorn's."""
     options = gunicorn_options(args.host, args.port, args.workers)
     settings, link = with_setup_token(effective_settings(ctx.settings, os.environ))
+    # Before the fork: every worker signs dashboard sessions with this one key.
+    settings = with_session_secret(settings)
     try:
         from gunicorn.app.base import BaseApplication  # type: ignore[import-untyped]
     except ImportError as exc:  # pragma: no cover - a dependency of the package

@@ -1,5 +1,8 @@
 """One module per webhook concern; each exposes ``router`` (see :mod:`bot.routing`).
 
+Handlers read the payload through the views of :mod:`bot.handlers.views` (only the fields they use;
+informational fields a payload lacks are passed on as null).
+
 Job arguments (the contract with ``jobs.actors``). Every job carries ``repo`` (``owner/name``),
 ``installation_id`` (int or null) and ``delivery_id``; its ``context`` holds the structlog keys and
 its ``idempotency_key`` identifies the attempt (the worker stores it with a unique constraint).
@@ -33,14 +36,6 @@ its ``idempotency_key`` identifies the attempt (the worker stores it with a uniq
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
-
-from githubkit.utils import UNSET
-
-
-def present(value: Any) -> Any:
-    """githubkit marks absent optional fields with ``UNSET``; treat them like ``None``."""
-    return None if value is UNSET else value
 
 
 def iso(value: datetime | None) -> str | None:

@@ -12,13 +12,10 @@ belongs to a branch of the base repository before it touches credentials.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from bot.handlers import present
+from bot.handlers.views import CheckPull, CheckRunCompleted, CheckSuiteCompleted
 from bot.routing import ARCS_BRANCH_PREFIX, Decision, RouteContext, Router, enqueue, ignore
-
-if TYPE_CHECKING:
-    from githubkit_schemas.latest.models import WebhookCheckRunCompleted, WebhookCheckSuiteCompleted
 
 router = Router("check_suite")
 
@@ -26,7 +23,7 @@ ACTIONS_APP_SLUG = "github-actions"
 REPAIRABLE_CONCLUSIONS = frozenset({"failure"})
 
 
-def _fork_pull(pulls: list[Any], repo_id: int) -> bool:
+def _fork_pull(pulls: list[CheckPull], repo_id: int) -> bool:
     # A pull request whose head lives in another repository is a fork's.
     return any(pr.head.repo.id != repo_id or pr.base.repo.id != repo_id for pr in pulls)
 
@@ -63,11 +60,11 @@ def _common(
     return enqueue(ctx.job("repair_ci_failure", args, key=f"ci:{repo}:checks:{app_id}:{head_sha}", repo=repo))
 
 
-@router.on("check_suite", "completed")
-def suite_completed(event: WebhookCheckSuiteCompleted, ctx: RouteContext) -> Decision:
+@router.on("check_suite", "completed", view=CheckSuiteCompleted)
+def suite_completed(event: CheckSuiteCompleted, ctx: RouteContext) -> Decision:
     """Enqueue ``repair_ci_failure`` for a failed suite of a non-Actions CI app."""
     suite = event.check_suite
-    slug = present(suite.app.slug)
+    slug = suite.app.slug
     if suite.conclusion not in REPAIRABLE_CONCLUSIONS:
         return ignore(f"check suite concluded {suite.conclusion or 'without a conclusion'}")
     if slug == ACTIONS_APP_SLUG:
@@ -85,26 +82,27 @@ def suite_completed(event: WebhookCheckSuiteCompleted, ctx: RouteContext) -> Dec
         suite_id=suite.id,
         head_sha=suite.head_sha,
         head_branch=suite.head_branch,
-        conclusion=suite.conclusion,
+        conclusion=suite.conclusion or "",
         html_url=None,
         pull_requests=[pr.number for pr in suite.pull_requests],
         extra={},
     )
 
 
-@router.on("check_run", "completed")
-def run_completed(event: WebhookCheckRunCompleted, ctx: RouteContext) -> Decision:
+@router.on("check_run", "completed", view=CheckRunCompleted)
+def run_completed(event: CheckRunCompleted, ctx: RouteContext) -> Decision:
     """Enqueue ``repair_ci_failure`` for a failed check run of a non-Actions CI app."""
     run = event.check_run
     app = run.app
-    slug = present(app.slug) if app is not None else None
+    slug = app.slug if app is not None else None
     if run.conclusion not in REPAIRABLE_CONCLUSIONS:
         return ignore(f"check run concluded {run.conclusion or 'without a conclusion'}")
     if slug == ACTIONS_APP_SLUG:
         return ignore("GitHub Actions check runs are handled through workflow_run")
     if _fork_pull(run.pull_requests, event.repository.id):
         return ignore(f"check run {run.id} belongs to a fork's pull request: never repaired")
-    branch = present(run.check_suite.head_branch)
+    suite = run.check_suite
+    branch = suite.head_branch if suite is not None else None
     if not branch:
         return ignore(f"check run {run.id} has no head branch (a fork or a detached commit)")
     return _common(
@@ -113,10 +111,10 @@ def run_completed(event: WebhookCheckRunCompleted, ctx: RouteContext) -> Decisio
         source="check_run",
         app_id=app.id if app is not None else None,
         app_slug=slug,
-        suite_id=present(run.check_suite.id),
+        suite_id=suite.id if suite is not None else None,
         head_sha=run.head_sha,
         head_branch=branch,
-        conclusion=run.conclusion,
+        conclusion=run.conclusion or "",
         html_url=run.html_url,
         pull_requests=[pr.number for pr in run.pull_requests],
         extra={"check_run_id": run.id, "check_name": run.name},

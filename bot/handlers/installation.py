@@ -7,21 +7,13 @@ of a removed repository is dropped by the retention job, not by a webhook).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from bot.handlers import present
+from bot.handlers.views import InstallationCreated, InstallationRepositoriesAdded, RepositoryName
 from bot.routing import Decision, RouteContext, Router, enqueue, ignore
-
-if TYPE_CHECKING:
-    from githubkit_schemas.latest.models import (
-        WebhookInstallationCreated,
-        WebhookInstallationRepositoriesAdded,
-    )
 
 router = Router("installation")
 
 
-def _refresh_all(repos: list[Any], ctx: RouteContext, reason: str) -> Decision:
+def _refresh_all(repos: list[RepositoryName], ctx: RouteContext, reason: str) -> Decision:
     names = sorted({repo.full_name for repo in repos})
     if not names:
         return ignore(f"{reason}: no repositories listed")
@@ -38,13 +30,13 @@ def _refresh_all(repos: list[Any], ctx: RouteContext, reason: str) -> Decision:
     )
 
 
-@router.on("installation", "created")
-def created(event: WebhookInstallationCreated, ctx: RouteContext) -> Decision:
+@router.on("installation", "created", view=InstallationCreated)
+def created(event: InstallationCreated, ctx: RouteContext) -> Decision:
     """Index every repository the app was installed on."""
-    return _refresh_all(present(event.repositories) or [], ctx, "installation created")
+    return _refresh_all(event.repositories or [], ctx, "installation created")
 
 
-@router.on("installation_repositories", "added")
-def repositories_added(event: WebhookInstallationRepositoriesAdded, ctx: RouteContext) -> Decision:
+@router.on("installation_repositories", "added", view=InstallationRepositoriesAdded)
+def repositories_added(event: InstallationRepositoriesAdded, ctx: RouteContext) -> Decision:
     """Index the repositories added to an installation."""
     return _refresh_all(event.repositories_added, ctx, "repositories added to the installation")

@@ -12,14 +12,11 @@ the worker replies once per comment asking for a new comment (``refusal: "edited
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bot.commands import Command, CommandError, parse_command
-from bot.handlers import present
+from bot.handlers.views import IssueComment
 from bot.routing import Decision, RouteContext, Router, enqueue, ignore
-
-if TYPE_CHECKING:
-    from githubkit_schemas.latest.models import WebhookIssueCommentCreated, WebhookIssueCommentEdited
 
 router = Router("issue_comment")
 
@@ -32,12 +29,12 @@ def _is_bot(login: str, user_type: str | None, settings_login: str) -> bool:
     )
 
 
-def _base_args(event: Any) -> dict[str, Any]:
+def _base_args(event: IssueComment) -> dict[str, Any]:
     issue = event.issue
     comment = event.comment
     return {
         "issue_number": issue.number,
-        "is_pull_request": present(issue.pull_request) is not None,
+        "is_pull_request": issue.pull_request is not None,
         "issue_author": issue.user.login if issue.user is not None else None,
         "comment_id": comment.id,
         "comment_url": comment.html_url,
@@ -46,17 +43,17 @@ def _base_args(event: Any) -> dict[str, Any]:
     }
 
 
-def _bot_author(event: Any, ctx: RouteContext) -> str | None:
+def _bot_author(event: IssueComment, ctx: RouteContext) -> str | None:
     user = event.comment.user
     if user is None:
         return "the comment has no author (deleted account)"
-    if _is_bot(user.login, present(user.type), ctx.settings.bot_login):
+    if _is_bot(user.login, user.type, ctx.settings.bot_login):
         return f"comment by the bot {user.login} (bots cannot run commands)"
     return None
 
 
-@router.on("issue_comment", "created")
-def created(event: WebhookIssueCommentCreated, ctx: RouteContext) -> Decision:
+@router.on("issue_comment", "created", view=IssueComment)
+def created(event: IssueComment, ctx: RouteContext) -> Decision:
     """Parse the comment; enqueue ``handle_command`` with the command or the parse error."""
     refused = _bot_author(event, ctx)
     if refused:
@@ -90,8 +87,8 @@ def _check_revise(args: dict[str, Any], ctx: RouteContext) -> CommandError | Non
     return None
 
 
-@router.on("issue_comment", "edited")
-def edited(event: WebhookIssueCommentEdited, ctx: RouteContext) -> Decision:
+@router.on("issue_comment", "edited", view=IssueComment)
+def edited(event: IssueComment, ctx: RouteContext) -> Decision:
     """Never run an edited comment; ask (once per comment) for a new one when it has a command."""
     refused = _bot_author(event, ctx)
     if refused:

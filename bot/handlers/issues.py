@@ -10,21 +10,16 @@ pull request, on a closed issue, or added by ARCS' own bot account. The worker r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from bot.handlers import present
+from bot.handlers.views import IssuesLabeled
 from bot.routing import Decision, RouteContext, Router, enqueue, ignore
-
-if TYPE_CHECKING:
-    from githubkit_schemas.latest.models import WebhookIssuesLabeled
 
 router = Router("issues")
 
 
-@router.on("issues", "labeled")
-def labeled(event: WebhookIssuesLabeled, ctx: RouteContext) -> Decision:
+@router.on("issues", "labeled", view=IssuesLabeled)
+def labeled(event: IssuesLabeled, ctx: RouteContext) -> Decision:
     """Enqueue ``repair_issue`` when a label is added to an open issue (see the module docstring)."""
-    label = present(event.label)
+    label = event.label
     name = (label.name if label is not None else None) or ""
     if not name.strip():
         return ignore("the event names no label")
@@ -32,9 +27,9 @@ def labeled(event: WebhookIssuesLabeled, ctx: RouteContext) -> Decision:
     if sender and sender.casefold() == ctx.settings.bot_login.casefold():
         return ignore(f"label {name!r} was added by ARCS itself")
     issue = event.issue
-    if present(issue.pull_request) is not None:
+    if issue.pull_request is not None:
         return ignore(f"#{issue.number} is a pull request, not an issue")
-    if present(issue.state) == "closed":
+    if issue.state == "closed":
         return ignore(f"issue #{issue.number} is closed")
     repo = event.repository.full_name
     return enqueue(

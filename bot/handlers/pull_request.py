@@ -7,24 +7,20 @@ or when the app's bot account opened it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from bot.handlers import iso
+from bot.handlers.views import PullRequestClosed
 from bot.routing import ARCS_BRANCH_PREFIX, Decision, RouteContext, Router, enqueue, ignore
-
-if TYPE_CHECKING:
-    from githubkit_schemas.latest.models import WebhookPullRequestClosed
 
 router = Router("pull_request")
 
 
-@router.on("pull_request", "closed")
-def closed(event: WebhookPullRequestClosed, ctx: RouteContext) -> Decision:
+@router.on("pull_request", "closed", view=PullRequestClosed)
+def closed(event: PullRequestClosed, ctx: RouteContext) -> Decision:
     """Enqueue ``record_pr_outcome`` when an ARCS pull request is merged or closed."""
     pr = event.pull_request
     head_repo = pr.head.repo
     same_repo = head_repo is not None and head_repo.id == event.repository.id
-    by_arcs = pr.user.login.casefold() == ctx.settings.bot_login.casefold()
+    by_arcs = pr.user is not None and pr.user.login.casefold() == ctx.settings.bot_login.casefold()
     if not (by_arcs or (same_repo and pr.head.ref.startswith(ARCS_BRANCH_PREFIX))):
         return ignore(f"pull request #{pr.number} is not an ARCS pull request")
     repo = event.repository.full_name

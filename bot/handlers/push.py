@@ -5,20 +5,16 @@ Pushes to other branches, tags and branch deletions do not change what ARCS retr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from bot.handlers.views import Push
 from bot.routing import Decision, RouteContext, Router, enqueue, ignore
-
-if TYPE_CHECKING:
-    from githubkit_schemas.latest.models import WebhookPush
 
 router = Router("push")
 
 _NULL_SHA = "0" * 40
 
 
-@router.on("push")
-def pushed(event: WebhookPush, ctx: RouteContext) -> Decision:
+@router.on("push", view=Push)
+def pushed(event: Push, ctx: RouteContext) -> Decision:
     """Enqueue ``refresh_index`` (incremental) for a push to the default branch."""
     default = f"refs/heads/{event.repository.default_branch}"
     if event.ref != default:

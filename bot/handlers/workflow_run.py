@@ -9,12 +9,8 @@ ARCS's own ``arcs/*`` branches (marked with ``retry_of``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from bot.handlers.views import WorkflowRunCompleted
 from bot.routing import ARCS_BRANCH_PREFIX, Decision, RouteContext, Router, enqueue, ignore
-
-if TYPE_CHECKING:
-    from githubkit_schemas.latest.models import WebhookWorkflowRunCompleted
 
 router = Router("workflow_run")
 
@@ -22,15 +18,18 @@ REPAIRABLE_CONCLUSIONS = frozenset({"failure"})
 """Only real failures: ``timed_out``, ``cancelled`` and ``startup_failure`` are not code defects."""
 
 
-@router.on("workflow_run", "completed")
-def completed(event: WebhookWorkflowRunCompleted, ctx: RouteContext) -> Decision:
+@router.on("workflow_run", "completed", view=WorkflowRunCompleted)
+def completed(event: WorkflowRunCompleted, ctx: RouteContext) -> Decision:
     """Enqueue ``repair_ci_failure`` for a failed run on a branch of this repository."""
     run = event.workflow_run
     if run.conclusion not in REPAIRABLE_CONCLUSIONS:
         return ignore(f"workflow run concluded {run.conclusion or 'without a conclusion'}")
-    if run.head_repository.id != event.repository.id:
+    head = run.head_repository
+    if head is None:
+        return ignore(f"workflow run {run.id} has no head repository (a deleted fork): never repaired")
+    if head.id != event.repository.id:
         return ignore(
-            f"workflow run {run.id} comes from the fork {run.head_repository.full_name}: "
+            f"workflow run {run.id} comes from the fork {head.full_name or head.id}: "
             "fork code is never repaired with credentials"
         )
     branch = run.head_branch

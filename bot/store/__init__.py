@@ -16,9 +16,22 @@ if TYPE_CHECKING:
 __all__ = ["open_store"]
 
 
-def open_store(settings: Settings, *, upgrade: bool = True) -> Store:
+def open_store(
+    settings: Settings, *, upgrade: bool = True, lazy: bool = False, timeout_s: float | None = None
+) -> Store:
     """Open the store at ``settings.sqlalchemy_url`` (SQLite under ``home`` by default) and upgrade
-    its schema to head (idempotent, serialized between processes)."""
+    its schema to head (idempotent, serialized between processes).
+
+    ``lazy`` and ``timeout_s``: see :meth:`bot.store.store.Store.open` (the web process uses both).
+    """
+    import datetime as dt
+
     from bot.store.store import Store
 
-    return Store.open(settings.sqlalchemy_url, upgrade=upgrade)
+    return Store.open(
+        settings.sqlalchemy_url,
+        upgrade=upgrade,
+        lazy=lazy,
+        timeout_s=timeout_s,
+        relay_grace=dt.timedelta(seconds=settings.relay_grace_s),
+    )

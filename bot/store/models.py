@@ -37,12 +37,17 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-AttemptStatus = Literal["queued", "running", "fixed", "no_fix", "refused", "error", "skipped"]
+AttemptStatus = Literal[
+    "queued", "running", "fixed", "partial", "environment", "no_fix", "refused", "error", "skipped"
+]
 ATTEMPT_STATUSES: tuple[str, ...] = get_args(AttemptStatus)
-TERMINAL_STATUSES: frozenset[str] = frozenset({"fixed", "no_fix", "refused", "error", "skipped"})
+TERMINAL_STATUSES: frozenset[str] = frozenset(
+    {"fixed", "partial", "environment", "no_fix", "refused", "error", "skipped"}
+)
 """Statuses after which an attempt never runs again."""
 
 Trigger = Literal["ci", "issue", "comment", "revise"]
@@ -53,8 +58,16 @@ PR_STATES: tuple[str, ...] = get_args(PRState)
 
 PublishState = Literal["publishing", "published", "failed"]
 
-DeliveryStatus = Literal["queued", "ignored", "failed"]
+DeliveryStatus = Literal["received", "enqueued", "ignored", "queued", "failed"]
+"""``received``: recorded with its jobs, the broker has not confirmed them yet (the relay
+re-enqueues a row left here too long); ``enqueued``: the broker took every job; ``ignored``:
+nothing to do. ``queued`` and ``failed`` are written by ARCS before 0004 only (``queued`` means
+enqueued; ``failed`` is re-claimable by a redelivery)."""
 DELIVERY_STATUSES: tuple[str, ...] = get_args(DeliveryStatus)
+
+DELIVERY_ID_MAX = 100
+"""The longest ``X-GitHub-Delivery`` ARCS accepts (GitHub sends 36-character UUIDs): the webhook's
+header check and every ``delivery_id`` column use this one limit."""
 
 EventKind = Literal["refusal", "error", "notice", "job_failed"]
 EVENT_KINDS: tuple[str, ...] = get_args(EventKind)
@@ -100,12 +113,21 @@ class Base(DeclarativeBase):
 
 
 class Delivery(Base):
-    """One webhook delivery, recorded before anything is enqueued."""
+    """One webhook delivery, recorded with its jobs (the outbox) before anything is enqueued."""
 
     __tablename__ = "deliveries"
+    __table_args__ = (
+        # 0004: the relay's scan for rows the broker never confirmed (partial: only those).
+        Index(
+            "ix_deliveries_received",
+            "updated_at",
+            postgresql_where=text("status = 'received'"),
+            sqlite_where=text("status = 'received'"),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
-    delivery_id: Mapped[str] = mapped_column(String(100), unique=True)
+    delivery_id: Mapped[str] = mapped_column(String(DELIVERY_ID_MAX), unique=True)
     event: Mapped[str] = mapped_column(String(64))
     action: Mapped[str | None] = mapped_column(String(64))
     installation_id: Mapped[int | None] = mapped_column(BigInteger)
@@ -117,6 +139,9 @@ class Delivery(Base):
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
     latency_ms: Mapped[float | None] = mapped_column(Float)
     """How long the webhook request took to answer (added in 0002; for ``/metrics``)."""
+    jobs: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON(none_as_null=True))
+    """0004: the jobs to enqueue (``JobRequest.as_dict()``), written in the same statement as the
+    row, so a delivery recorded as ``received`` can always be enqueued again (the outbox)."""
 
 
 class Attempt(Base):
@@ -141,7 +166,7 @@ class Attempt(Base):
     owner: Mapped[str] = mapped_column(String(255))
     """The organization or user owning ``repo`` (``repo`` is ``owner/name``)."""
     trigger: Mapped[str] = mapped_column(String(16))
-    delivery_id: Mapped[str | None] = mapped_column(String(100))
+    delivery_id: Mapped[str | None] = mapped_column(String(DELIVERY_ID_MAX))
     requested_by: Mapped[str | None] = mapped_column(String(255))
     head_sha: Mapped[str | None] = mapped_column(String(64))
     head_branch: Mapped[str | None] = mapped_column(String(255))
@@ -239,7 +264,7 @@ class Event(Base):
     attempt_id: Mapped[int | None] = mapped_column(
         BigId, ForeignKey("attempts.id", ondelete="SET NULL"), nullable=True
     )
-    delivery_id: Mapped[str | None] = mapped_column(String(100))
+    delivery_id: Mapped[str | None] = mapped_column(String(DELIVERY_ID_MAX))
     installation_id: Mapped[int | None] = mapped_column(BigInteger)
     repo: Mapped[str | None] = mapped_column(String(255))
     data: Mapped[dict[str, Any] | None] = mapped_column(JSON)

@@ -11,6 +11,16 @@ snapshot would have to be upgraded.
 
 Objects returned by the read methods are detached snapshots: change rows with the ``update_*``
 methods, not by assigning attributes.
+
+Deliveries are an outbox: :meth:`Store.record_delivery` writes the row *with its jobs* in one
+statement (status ``received``); the broker's confirmation moves it to ``enqueued``
+(:meth:`Store.mark_enqueued`, batched off the request path); a row left in ``received`` longer
+than ``relay_grace`` (its web process died between the two, or the broker failed) is claimed by
+:meth:`Store.claim_stuck_deliveries` (the relay) or by a redelivery, and enqueued again.
+
+The web process opens its store with ``timeout_s`` (every connect, statement, lock wait and pool
+checkout bounded) and ``lazy=True`` (the schema is migrated at first use, retried at most once a
+second while the database is down, so the process starts and answers 503 meanwhile).
 """
 
 from __future__ import annotations
@@ -19,17 +29,24 @@ import contextlib
 import datetime as dt
 import fcntl
 import hashlib
-from collections.abc import Callable, Iterator, Mapping
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import structlog
 from sqlalchemy import (
     ColumnElement,
     Engine,
+    Float,
+    String,
     and_,
+    bindparam,
     create_engine,
+    func,
     inspect,
     or_,
     select,
@@ -39,7 +56,7 @@ from sqlalchemy import (
 from sqlalchemy import event as sa_event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
@@ -57,6 +74,7 @@ from bot.store.models import (
     Policy,
     PullRequest,
 )
+from bot.web.ports import DeliveryRow, DeliveryStatus
 
 log = structlog.get_logger("arcs.store")
 
@@ -64,6 +82,12 @@ MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 # Any constant works; it only has to be the same in every ARCS process sharing a database.
 _PG_MIGRATION_LOCK = 0x41524353  # "ARCS"
 _SQLITE_BUSY_TIMEOUT_MS = 30_000
+SCHEMA_RETRY_S = 1.0
+"""A lazily migrated store tries the database again at most this often while it is down."""
+RELAY_GRACE = dt.timedelta(seconds=30)
+"""How long a ``received`` delivery belongs to the request that recorded it; after that a
+redelivery or the relay may enqueue it again. Longer than any answer can take (5 s)."""
+_CLIP = {"event": 64, "action": 64, "repo": 255}
 
 Clock = Callable[[], dt.datetime]
 
@@ -95,19 +119,48 @@ def normalize_url(url: str) -> str:
     return url
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    try:
-        # WAL: readers never block the writer; busy_timeout: writers wait for each other.
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA busy_timeout={_SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA foreign_keys=ON")
-    finally:
-        cursor.close()
+def _sqlite_pragmas(busy_timeout_ms: int) -> Callable[[Any, Any], None]:
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        try:
+            # WAL: readers never block the writer; busy_timeout: writers wait for each other.
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
+            cursor.execute("PRAGMA foreign_keys=ON")
+        finally:
+            cursor.close()
+
+    return on_connect
 
 
-def create_store_engine(url: str) -> Engine:
-    """An engine for ``url`` (SQLite or PostgreSQL) with the settings the store relies on."""
+def postgres_timeouts(timeout_s: float) -> dict[str, Any]:
+    """psycopg connect arguments bounding a connection's every wait by about ``timeout_s``.
+
+    ``connect_timeout`` (whole seconds, at least 1) covers a server that accepts and never
+    answers; ``statement_timeout`` and ``lock_timeout`` (server side) a slow statement or a lock
+    held by someone else; ``tcp_user_timeout`` a peer that vanished with data unacknowledged.
+    """
+    ms = max(1, round(timeout_s * 1000))
+    return {
+        "connect_timeout": max(1, math.ceil(timeout_s)),
+        # A lock wait gives up first, so the error names the lock rather than the statement.
+        "options": f"-c statement_timeout={ms} -c lock_timeout={max(1, ms * 3 // 4)}",
+        "tcp_user_timeout": ms,
+        "keepalives": 1,
+        "keepalives_idle": max(1, math.ceil(timeout_s)),
+        "keepalives_interval": 1,
+        "keepalives_count": 3,
+    }
+
+
+def create_store_engine(url: str, *, timeout_s: float | None = None) -> Engine:
+    """An engine for ``url`` (SQLite or PostgreSQL) with the settings the store relies on.
+
+    ``timeout_s`` bounds every wait (the web process: an answer must not wait on a hung
+    database): PostgreSQL's connect, statement and lock timeouts (:func:`postgres_timeouts`),
+    SQLite's busy timeout, and the wait for a pooled connection. ``None``: the defaults of the
+    workers (30 s busy timeout on SQLite, no statement timeout).
+    """
     url = normalize_url(url)
     try:
         parsed = make_url(url)
@@ -118,16 +171,30 @@ def create_store_engine(url: str) -> Engine:
         raise ConfigError(f"ARCS_DATABASE_URL: unsupported database {backend!r} (use sqlite or postgresql)")
     try:
         if backend == "sqlite":
+            busy_ms = _SQLITE_BUSY_TIMEOUT_MS if timeout_s is None else max(1, round(timeout_s * 1000))
             database = parsed.database or ""
             if database in ("", ":memory:"):
                 # One shared in-memory database for every thread (tests, quick local runs).
                 engine = create_engine(url, poolclass=StaticPool, connect_args={"check_same_thread": False})
             else:
                 Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-                engine = create_engine(url, connect_args={"timeout": _SQLITE_BUSY_TIMEOUT_MS / 1000})
-            sa_event.listen(engine, "connect", _sqlite_pragmas)
+                pool: dict[str, Any] = {} if timeout_s is None else {"pool_timeout": timeout_s}
+                engine = create_engine(url, connect_args={"timeout": busy_ms / 1000}, **pool)
+            sa_event.listen(engine, "connect", _sqlite_pragmas(busy_ms))
             return engine
-        return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+        if timeout_s is None:
+            return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+        # No pre-ping (a round trip per checkout on the webhook's hot path): a connection that
+        # died with the server fails once, which invalidates the pool, and the delivery insert
+        # retries once on a fresh connection (Store.record_delivery).
+        return create_engine(
+            url,
+            pool_pre_ping=False,
+            pool_size=5,
+            max_overflow=10,
+            pool_timeout=timeout_s,
+            connect_args=postgres_timeouts(timeout_s),
+        )
     except (NoSuchModuleError, ImportError) as exc:
         raise ConfigError(f"ARCS_DATABASE_URL: the database driver is not installed ({exc})") from None
 
@@ -177,6 +244,21 @@ def migrate(engine: Engine) -> None:
         conn.commit()
 
 
+_HEAD: list[str] = []
+
+
+def head_revision() -> str:
+    """The newest migration's revision (the schema this code needs), read once from the scripts."""
+    if not _HEAD:
+        from alembic.config import Config
+        from alembic.script import ScriptDirectory
+
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS_DIR))
+        _HEAD.append(str(ScriptDirectory.from_config(config).get_current_head()))
+    return _HEAD[0]
+
+
 def _check(value: object, allowed: tuple[str, ...], what: str) -> None:
     if value is not None and value not in allowed:
         raise ValueError(f"{what} must be one of {', '.join(allowed)}; got {value!r}")
@@ -200,15 +282,46 @@ class Store:
     Satisfies :class:`bot.web.ports.DeliveryStore`. Thread-safe: each call uses its own session.
     """
 
-    def __init__(self, engine: Engine, *, clock: Clock = utcnow) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        clock: Clock = utcnow,
+        migrate_lazily: bool = False,
+        relay_grace: dt.timedelta = RELAY_GRACE,
+    ) -> None:
         self.engine = engine
         self._clock = clock
-        self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._sessionmaker = sessionmaker(engine, expire_on_commit=False)
+        self.relay_grace = relay_grace
+        self._schema_ready = not migrate_lazily
+        self._schema_lock = threading.Lock()
+        self._schema_retry_at = 0.0
+        self._schema_error = "database unavailable"
+        self._delivery_sql: _DeliveryStatements | None = None
+        # Same pool; a checked-out connection autocommits (a client-side flag for both drivers).
+        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
 
     @classmethod
-    def open(cls, url: str, *, upgrade: bool = True, clock: Clock = utcnow) -> Store:
-        """Connect to ``url`` and (by default) upgrade the schema to head."""
-        engine = create_store_engine(url)
+    def open(
+        cls,
+        url: str,
+        *,
+        upgrade: bool = True,
+        clock: Clock = utcnow,
+        lazy: bool = False,
+        timeout_s: float | None = None,
+        relay_grace: dt.timedelta = RELAY_GRACE,
+    ) -> Store:
+        """Connect to ``url`` and (by default) upgrade the schema to head.
+
+        ``lazy``: connect and upgrade at first use instead, so opening never fails on an
+        unreachable database (calls raise :class:`StoreUnavailable` until it answers).
+        ``timeout_s``: see :func:`create_store_engine`.
+        """
+        engine = create_store_engine(url, timeout_s=timeout_s)
+        if lazy:
+            return cls(engine, clock=clock, migrate_lazily=upgrade, relay_grace=relay_grace)
         if upgrade:
             from alembic.util.exc import CommandError
 
@@ -223,9 +336,34 @@ class Store:
                     f"the database schema is not one this ARCS knows ({_one_line(exc)}); "
                     "was it created by a newer version?"
                 ) from exc
-        return cls(engine, clock=clock)
+        return cls(engine, clock=clock, relay_grace=relay_grace)
 
     # --- plumbing ---------------------------------------------------------------------------
+
+    def _sessions(self) -> Session:
+        if not self._schema_ready:
+            self._ensure_schema()
+        return self._sessionmaker()
+
+    def _ensure_schema(self) -> None:
+        """Migrate a lazily opened store; one try per :data:`SCHEMA_RETRY_S` while it fails."""
+        from alembic.util.exc import CommandError
+
+        with self._schema_lock:
+            if self._schema_ready:
+                return
+            now = time.monotonic()
+            if now < self._schema_retry_at:
+                raise StoreUnavailable(self._schema_error)
+            try:
+                migrate(self.engine)
+            except (SQLAlchemyError, CommandError, OSError) as exc:
+                self._schema_retry_at = now + SCHEMA_RETRY_S
+                self._schema_error = f"database unavailable: {_one_line(exc)}"
+                log.warning("store_schema_unavailable", error=self._schema_error)
+                raise StoreUnavailable(self._schema_error) from exc
+            self._schema_ready = True
+            log.info("store_schema_ready")
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[Session]:
@@ -238,12 +376,15 @@ class Store:
         return sqlite.insert(model)
 
     def ping(self) -> None:
-        """Return when the database answers; raise :class:`StoreUnavailable` otherwise."""
+        """Return when the database answers with the schema this code needs (``/readyz``);
+        raise :class:`StoreUnavailable` otherwise (unreachable, or not migrated to head)."""
         try:
-            with self.engine.connect() as conn:
-                conn.execute(text("SELECT 1"))
+            with self._sessions() as session:
+                version = session.execute(text("SELECT version_num FROM alembic_version")).scalar()
         except SQLAlchemyError as exc:
             raise StoreUnavailable(f"database unavailable: {_one_line(exc)}") from exc
+        if version != head_revision():
+            raise StoreUnavailable(f"database schema is at {version}, this ARCS needs {head_revision()}")
 
     def close(self) -> None:
         """Release every pooled connection."""
@@ -267,38 +408,153 @@ class Store:
         payload_sha256: str,
         status: str,
         reason: str | None,
+        *,
+        jobs: Sequence[Mapping[str, Any]] | None = None,
+        latency_ms: float | None = None,
     ) -> bool:
-        """Record a webhook delivery once; ``False`` for a duplicate.
+        """Record a webhook delivery once, with its ``jobs`` (the outbox); ``False`` for a duplicate.
 
-        A delivery previously marked ``failed`` is re-claimable: recording it again overwrites
-        the row and returns ``True`` (one statement, so concurrent redeliveries get one winner).
+        One statement. Re-claimable (recording again overwrites the row and returns ``True``, one
+        winner among concurrent redeliveries): a delivery marked ``failed``, and one still
+        ``received`` whose last claim is older than ``relay_grace`` (its jobs were never confirmed
+        by the broker). ``event``, ``action`` and ``repo`` are clipped to their columns.
         """
         _check(status, DELIVERY_STATUSES, "delivery status")
+        row = DeliveryRow(
+            delivery_id,
+            event,
+            action,
+            installation_id,
+            repo,
+            payload_sha256,
+            cast(DeliveryStatus, status),
+            reason,
+            jobs,
+            latency_ms,
+        )
+        return delivery_id in self.record_deliveries([row])
+
+    def record_deliveries(self, rows: Sequence[DeliveryRow]) -> set[str]:
+        """Record several deliveries in one statement, so one commit (one WAL flush) serves them
+        all (the web process's group commit, :mod:`bot.web.intake`). Returns the ids that were
+        fresh; same rules as :meth:`record_delivery` per row, an id given twice counts once."""
+        params = self.delivery_params(rows)
+        if not params:
+            return set()
+        # The hot path of every webhook: one prebuilt Core statement (a multi-row INSERT for a
+        # batch), autocommitted: one round trip, no BEGIN/COMMIT, no ORM session.
+        statement = self._delivery_statements().record
+        for attempt in (1, 2):
+            try:
+                with self._connection(autocommit=True) as conn:
+                    result = conn.execute(statement, params[0] if len(params) == 1 else params)
+                    return {str(d) for d in result.scalars()}
+            except DBAPIError as exc:
+                # A pooled connection the server dropped (restart, failover): retry once on a
+                # fresh one. Safe: if the first try did commit, the retry sees duplicates and the
+                # rows stay "received", which the relay enqueues after the grace.
+                if attempt == 2 or not exc.connection_invalidated:
+                    raise
+        raise AssertionError("unreachable")
+
+    def delivery_params(self, rows: Sequence[DeliveryRow]) -> list[dict[str, Any]]:
+        """The values of the record statement for ``rows`` (one dict per row, in order: the
+        ``deliveries`` columns plus ``stale_before``, the re-claim cut-off): statuses checked,
+        strings clipped to their columns, a repeated id kept once. Shared by
+        :meth:`record_deliveries` and the web process's async PostgreSQL writer
+        (:mod:`bot.web.pg_intake`), so both record exactly the same row."""
         now = self._clock()
-        values: dict[str, Any] = {
-            "delivery_id": delivery_id,
-            "event": event,
-            "action": action,
-            "installation_id": installation_id,
-            "repo": repo,
-            "payload_sha256": payload_sha256,
-            "status": status,
-            "reason": reason,
-            "received_at": now,
-            "updated_at": now,
-        }
-        insert = self._insert(Delivery)
-        stmt = (
-            insert.values(**values)
-            .on_conflict_do_update(
-                index_elements=[Delivery.delivery_id],
-                set_={k: insert.excluded[k] for k in values if k != "delivery_id"},
-                where=Delivery.status == "failed",
+        params: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for row in rows:
+            _check(row.status, DELIVERY_STATUSES, "delivery status")
+            if row.delivery_id in seen:
+                continue  # PostgreSQL refuses to upsert one row twice in a statement
+            seen.add(row.delivery_id)
+            params.append(
+                {
+                    "delivery_id": row.delivery_id,
+                    "event": _clip(row.event, "event"),
+                    "action": _clip(row.action, "action"),
+                    "installation_id": row.installation_id,
+                    "repo": _clip(row.repo, "repo"),
+                    "payload_sha256": row.payload_sha256,
+                    "status": row.status,
+                    "reason": row.reason,
+                    "received_at": now,
+                    "updated_at": now,
+                    "latency_ms": row.latency_ms,
+                    "jobs": [dict(job) for job in row.jobs] if row.jobs is not None else None,
+                    "stale_before": now - self.relay_grace,
+                }
             )
-            .returning(Delivery.id)
+        return params
+
+    @property
+    def schema_ready(self) -> bool:
+        """Whether the schema is known to be at head (always, unless opened lazily)."""
+        return self._schema_ready
+
+    def ensure_schema(self) -> None:
+        """Migrate a lazily opened store now (no-op once done); raises :class:`StoreUnavailable`
+        while the database does not answer."""
+        if not self._schema_ready:
+            self._ensure_schema()
+
+    def mark_enqueued(self, confirmed: Sequence[tuple[str, float | None]]) -> int:
+        """The broker took the jobs of these ``(delivery_id, latency_ms)``: ``received`` ->
+        ``enqueued`` (and the answer's latency, when given), in one batched statement. Returns the
+        number of rows changed (rows no longer ``received`` are left alone)."""
+        if not confirmed:
+            return 0
+        now = self._clock()
+        statements = self._delivery_statements()
+        if statements.mark_many is not None:
+            # PostgreSQL: one prebuilt statement whatever the batch size (arrays, unnest).
+            arrays = {"ids": [d for d, _ in confirmed], "lats": [lat for _, lat in confirmed], "now": now}
+            with self._connection() as conn:
+                return max(0, int(conn.execute(statements.mark_many, arrays).rowcount))
+        # SQLite runs in-process (no round trips): the prebuilt statement, once per row.
+        params = [{"d": d, "l": latency, "now": now} for d, latency in confirmed]
+        with self._connection() as conn:
+            result = conn.execute(statements.mark, params)
+            return max(0, int(result.rowcount))
+
+    @contextlib.contextmanager
+    def _connection(self, *, autocommit: bool = False) -> Iterator[Any]:
+        if not self._schema_ready:
+            self._ensure_schema()
+        if autocommit:
+            with self._autocommit.connect() as conn:
+                yield conn
+            return
+        with self.engine.begin() as conn:
+            yield conn
+
+    def _delivery_statements(self) -> _DeliveryStatements:
+        if self._delivery_sql is None:
+            self._delivery_sql = _DeliveryStatements.build(self._insert(Delivery))
+        return self._delivery_sql
+
+    def claim_stuck_deliveries(self, limit: int = 100) -> list[tuple[str, list[dict[str, Any]]]]:
+        """Claim up to ``limit`` deliveries left ``received`` longer than ``relay_grace``:
+        ``[(delivery_id, jobs)]``, oldest first. A claim renews the grace, so concurrent relays
+        (and redeliveries) never claim the same row twice within it."""
+        now = self._clock()
+        cutoff = now - self.relay_grace
+        stuck = [Delivery.status == "received", Delivery.updated_at < cutoff]
+        pick = select(Delivery.id).where(*stuck).order_by(Delivery.updated_at).limit(limit)
+        if self.engine.dialect.name == "postgresql":
+            pick = pick.with_for_update(skip_locked=True)
+        stmt = (
+            update(Delivery)
+            .where(Delivery.id.in_(pick), *stuck)
+            .values(updated_at=now)
+            .returning(Delivery.delivery_id, Delivery.jobs)
         )
         with self._write() as session:
-            return session.execute(stmt).scalar_one_or_none() is not None
+            rows = session.execute(stmt, execution_options={"synchronize_session": False}).all()
+        return [(str(d), list(jobs or [])) for d, jobs in rows]
 
     def mark_delivery(self, delivery_id: str, status: str, reason: str | None) -> None:
         """Set the status of a recorded delivery; ``KeyError`` when it was never recorded."""
@@ -747,6 +1003,79 @@ class Store:
         session.execute(
             update(Attempt).where(Attempt.id == attempt_id).values(reserved_usd=Attempt.reserved_usd)
         )
+
+
+_RECORD_COLUMNS = (
+    "delivery_id",
+    "event",
+    "action",
+    "installation_id",
+    "repo",
+    "payload_sha256",
+    "status",
+    "reason",
+    "received_at",
+    "updated_at",
+    "latency_ms",
+    "jobs",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _DeliveryStatements:
+    """The webhook hot path's statements, built once per store (compiled once, then cached)."""
+
+    record: Any
+    mark: Any
+    mark_many: Any
+    """PostgreSQL only: :attr:`mark` for a whole batch in one statement."""
+
+    @classmethod
+    def build(cls, insert: postgresql.Insert | sqlite.Insert) -> _DeliveryStatements:
+        columns = Delivery.__table__.c
+        record = (
+            insert.values({name: bindparam(name, type_=columns[name].type) for name in _RECORD_COLUMNS})
+            .on_conflict_do_update(
+                index_elements=[Delivery.delivery_id],
+                set_={name: insert.excluded[name] for name in _RECORD_COLUMNS if name != "delivery_id"},
+                # Re-claimable: an old "failed" row, or one the broker never confirmed in time.
+                where=or_(
+                    Delivery.status == "failed",
+                    and_(
+                        Delivery.status == "received",
+                        Delivery.updated_at < bindparam("stale_before", type_=columns["updated_at"].type),
+                    ),
+                ),
+            )
+            .returning(Delivery.delivery_id)
+        )
+        mark = (
+            update(Delivery)
+            .where(Delivery.delivery_id == bindparam("d"), Delivery.status == "received")
+            .values(
+                status="enqueued",
+                updated_at=bindparam("now", type_=columns["updated_at"].type),
+                latency_ms=func.coalesce(bindparam("l", type_=Float), Delivery.latency_ms),
+            )
+        )
+        mark_many = None
+        if isinstance(insert, postgresql.Insert):
+            mark_many = text(
+                "UPDATE deliveries SET status = 'enqueued', updated_at = :now,"
+                " latency_ms = coalesce(confirmed.l, deliveries.latency_ms)"
+                " FROM unnest(:ids, :lats) AS confirmed(d, l)"
+                " WHERE deliveries.delivery_id = confirmed.d AND deliveries.status = 'received'"
+            ).bindparams(
+                bindparam("ids", type_=postgresql.ARRAY(String)),
+                bindparam("lats", type_=postgresql.ARRAY(Float)),
+                bindparam("now", type_=columns["updated_at"].type),
+            )
+        return cls(record=record, mark=mark, mark_many=mark_many)
+
+
+def _clip(value: str | None, column: str) -> str | None:
+    limit = _CLIP[column]
+    return value[:limit] if value is not None and len(value) > limit else value
 
 
 def _one_line(exc: BaseException) -> str:

@@ -15,14 +15,17 @@ from starlette.types import Receive, Scope, Send
 
 
 def create() -> Starlette:
-    """Read settings from the environment, configure logging and build the app."""
+    """Read settings from the environment, configure logging and build the app (the dashboard's
+    session key: ``ARCS_SESSION_SECRET``, else the one shared under ``ARCS_HOME``)."""
     from bot.logging import configure_logging
     from bot.settings import load_settings
     from bot.web.app import create_app
+    from bot.web.session_key import with_session_secret
 
     settings = load_settings()
     configure_logging(settings)
-    return create_app(settings)
+    # Every worker reads (or atomically creates) the same key under ARCS_HOME.
+    return create_app(with_session_secret(settings))
 
 
 class _LazyApp:

@@ -6,22 +6,44 @@ constraint on ``delivery_id``) and ``jobs.broker`` (``make_enqueuer(settings)``)
 fakes in :mod:`bot.web.fakes` satisfy them for tests.
 
 Contract for ``DeliveryStore.record_delivery``: it is the *only* arbiter of duplicates. It must
-insert atomically (a unique constraint, not read-then-write) and return ``False`` when a
-delivery with that id already exists in a non-``failed`` status. A delivery previously marked
-``failed`` (enqueue failed after recording, and the web side answered 503 so GitHub shows the
-failure) must be *re-claimable*: recording it again returns ``True`` and overwrites the row, so a
-redelivery from GitHub's UI is processed instead of being ignored forever.
+insert atomically (a unique constraint, not read-then-write), in one write that holds the
+delivery's jobs too (the outbox: a recorded delivery can always be enqueued again), and return
+``False`` when a delivery with that id already exists. Two kinds of rows are *re-claimable*
+(recording again returns ``True`` and overwrites the row, one winner under concurrency): a
+``received`` row whose jobs the broker has not confirmed for longer than the store's relay grace
+(the process that recorded it died, or the broker failed), and a ``failed`` row (written by older
+versions). ``mark_enqueued`` and ``claim_stuck_deliveries`` serve the relay
+(:mod:`bot.web.relay`), which enqueues such rows again without waiting for a redelivery.
 """
 
 from __future__ import annotations
 
-from typing import Literal, Protocol, runtime_checkable
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from jobs.messages import JobRequest
 
-DeliveryStatus = Literal["queued", "ignored", "failed"]
-"""``queued``: jobs were enqueued; ``ignored``: acknowledged, nothing to do (the reason says why);
-``failed``: recording succeeded but enqueueing did not (a redelivery is accepted again)."""
+DeliveryStatus = Literal["received", "enqueued", "ignored", "queued", "failed"]
+"""``received``: recorded with its jobs, not yet confirmed by the broker; ``enqueued``: the broker
+took them; ``ignored``: acknowledged, nothing to do (the reason says why). ``queued`` (enqueued)
+and ``failed`` (re-claimable) are written by older versions only."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryRow:
+    """One delivery to record (the arguments of :meth:`DeliveryStore.record_delivery`)."""
+
+    delivery_id: str
+    event: str
+    action: str | None
+    installation_id: int | None
+    repo: str | None
+    payload_sha256: str
+    status: DeliveryStatus
+    reason: str | None
+    jobs: Sequence[Mapping[str, Any]] | None = None
+    latency_ms: float | None = None
 
 
 @runtime_checkable
@@ -38,23 +60,32 @@ class DeliveryStore(Protocol):
         payload_sha256: str,
         status: DeliveryStatus,
         reason: str | None,
+        *,
+        jobs: Sequence[Mapping[str, Any]] | None = None,
+        latency_ms: float | None = None,
     ) -> bool:
-        """Insert the delivery; ``False`` means a duplicate (already recorded and not ``failed``).
+        """Insert the delivery with its ``jobs`` (``JobRequest.as_dict()``) in one write;
+        ``False`` means a duplicate (see the module docstring for re-claimable rows).
 
         Must be atomic under concurrency (two requests with the same id: exactly one ``True``).
         Raises on a database failure (the web side answers 503).
         """
         ...
 
-    def mark_delivery(self, delivery_id: str, status: DeliveryStatus, reason: str | None) -> None:
-        """Update the status of a recorded delivery (``failed`` when enqueueing failed)."""
+    def record_deliveries(self, rows: Sequence[DeliveryRow]) -> set[str]:
+        """Record several deliveries in one statement (group commit); the ids that were fresh.
+
+        Same rules as :meth:`record_delivery` per row; an id given twice counts once. Raises on a
+        database failure (then none of them is recorded).
+        """
         ...
 
-    def set_delivery_latency(self, delivery_id: str, latency_ms: float) -> None:
-        """Store how long answering the delivery took (``/metrics``); unknown ids are ignored.
+    def mark_enqueued(self, confirmed: Sequence[tuple[str, float | None]]) -> int:
+        """``received`` -> ``enqueued`` for ``(delivery_id, latency_ms)`` pairs (one batch)."""
+        ...
 
-        Called after the answer was sent; a failure is logged by the caller, never retried.
-        """
+    def claim_stuck_deliveries(self, limit: int = 100) -> list[tuple[str, list[dict[str, Any]]]]:
+        """Claim ``received`` rows older than the relay grace: ``[(delivery_id, jobs)]``."""
         ...
 
     def ping(self) -> None:

@@ -11,22 +11,35 @@ Answers (small JSON: ``{"status": ..., "jobs": N, "reason": ...}``):
   without a command). That is normal GitHub traffic, acknowledged and recorded with the reason.
 * 200 ``duplicate``: this ``X-GitHub-Delivery`` was already recorded (a redelivery): nothing done.
 * 4xx, nothing recorded or enqueued: 413 body over 25 MB; 401 bad, missing or SHA-1-only
-  signature; 400 missing event/delivery headers, JSON that is truncated or not an object, or an
-  event/action of a routed event that githubkit cannot validate (an unknown action, a payload
-  that does not match GitHub's schema); 415 a form-encoded body (configure ``application/json``).
+  signature; 400 missing event/delivery headers, JSON that is truncated or not an object, or a
+  routed ``event.action`` whose payload lacks a field its handler needs (or has it with the wrong
+  type; the reason names the field). Only those fields are read (:mod:`bot.handlers.views`):
+  every other field may be missing, extra or of any shape, as github.com, GHE.com and each GitHub
+  Enterprise Server release send them; 415 a form-encoded body (configure ``application/json``).
+* 202 ``recorded``: recorded with its jobs, but the broker did not take them (down, or slower
+  than the answer may wait): the relay enqueues them later (:mod:`bot.web.relay`).
+* 408 the body did not arrive within ``ARCS_WEBHOOK_READ_TIMEOUT_S``; 400 also for JSON nested
+  deeper than :data:`MAX_JSON_DEPTH`; 503 (nothing read further) when this process already holds
+  ``ARCS_WEBHOOK_BODY_BUDGET_MB`` of bodies not yet verified.
 * 503: the webhook secret is not configured (never accept unsigned deliveries), or the database
-  or the broker is down. Nothing is left half-done: when enqueueing fails after the delivery was
-  recorded, the record is marked ``failed`` so GitHub's "Redeliver" is processed again. When a
-  delivery has several jobs and the broker fails midway, the redelivery enqueues all of them
-  again; their idempotency keys make the worker run each attempt once.
+  is down or did not answer in time. Every answer comes within :data:`ANSWER_DEADLINE_S` once the
+  body is read: the database and broker calls are bounded by their timeouts, and by this deadline.
 
-The time from the request's arrival to the answer is stored on the delivery this request recorded
-(``latency_ms``, for ``/metrics``), after the answer is sent and best effort: a failure there is
-logged and never changes the answer.
+Never losing an acknowledged delivery: the delivery is written *with its jobs* in one statement
+(status ``received``, the outbox), then the jobs are enqueued and the relay marks the row
+``enqueued`` off the request path. A row the broker never confirmed (the process was killed in
+between, the broker failed or stalled) is enqueued again by the relay after the grace, or by
+GitHub's redelivery; the jobs' idempotency keys make the worker run each attempt once even when a
+message ends up enqueued twice. A 503 means nothing was recorded, or (a timeout) that the record
+may have been made: then the relay finishes it and a redelivery answers ``duplicate``.
+
+The time from the request's arrival to the answer is stored on the delivery (``latency_ms``, for
+``/metrics``) in the same writes: provisionally in the record, finally with the mark.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
@@ -37,15 +50,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import structlog
-from pydantic import BaseModel, ValidationError
-from starlette.background import BackgroundTask
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 
+from bot.handlers.views import PayloadInvalid
 from bot.routing import Decision, RouteContext, Router
 from bot.settings import Settings
-from bot.web.ports import DeliveryStatus, DeliveryStore, Enqueuer
+from bot.store.models import DELIVERY_ID_MAX
+from bot.web.intake import Intake
+from bot.web.ports import DeliveryRow, DeliveryStatus, DeliveryStore, Enqueuer
+from bot.web.relay import Relay
 
 log = structlog.get_logger("arcs.webhooks")
 
@@ -53,8 +67,12 @@ MAX_BODY_BYTES = 25 * 1024 * 1024
 """GitHub caps webhook payloads at 25 MB; anything larger is not from GitHub."""
 
 _SIGNATURE = re.compile(r"sha256=[0-9a-f]{64}")
-_DELIVERY_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
-_EVENT = re.compile(r"[a-z_]{1,64}")
+_DELIVERY_ID = re.compile(rf"[A-Za-z0-9._:-]{{1,{DELIVERY_ID_MAX}}}")  # the column's limit, too
+MAX_JSON_DEPTH = 64
+"""Deeper JSON is refused (400): GitHub's payloads nest about 8 levels."""
+ANSWER_DEADLINE_S = 4.5
+"""Once the body is read, the answer comes within this (GitHub gives up at 10 s; we aim for 5)."""
+_EVENT = re.compile(r"[a-z0-9_]{1,64}")  # digits too: projects_v2_item
 
 
 class WebhookRejected(Exception):
@@ -91,8 +109,43 @@ def verify_signature(secret: str, body: bytes, headers: Mapping[str, str]) -> No
         raise WebhookRejected(401, "signature does not match the webhook secret")
 
 
-async def read_body(request: Request, limit: int | None = None) -> bytes:
-    """Read the raw body, refusing (413) more than ``limit`` bytes (default 25 MB) early."""
+class BodyBudget:
+    """Bytes of webhook bodies not yet verified that this process holds at once.
+
+    Used from the event loop only (no lock): :func:`read_body` takes each chunk's size as it
+    arrives and gives everything back on failure; the caller gives the body's size back once the
+    signature is checked.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.used = 0
+
+    def take(self, size: int) -> bool:
+        """Reserve ``size`` bytes; ``False`` (nothing reserved) when that would exceed the budget."""
+        if self.used + size > self.capacity:
+            return False
+        self.used += size
+        return True
+
+    def give(self, size: int) -> None:
+        """Release ``size`` bytes."""
+        self.used = max(0, self.used - size)
+
+
+async def read_body(
+    request: Request,
+    limit: int | None = None,
+    *,
+    timeout_s: float | None = None,
+    budget: BodyBudget | None = None,
+) -> bytes:
+    """Read the raw body, refusing (413) more than ``limit`` bytes (default 25 MB) early.
+
+    ``timeout_s``: the whole body must arrive within it (408), so a client trickling bytes cannot
+    hold a request open. ``budget``: every chunk is reserved in it as it arrives (503 when full;
+    all of it released on any failure); on success the caller releases ``len(body)``.
+    """
     limit = MAX_BODY_BYTES if limit is None else limit
     declared = request.headers.get("content-length")
     if declared is not None:
@@ -103,58 +156,67 @@ async def read_body(request: Request, limit: int | None = None) -> bytes:
     chunks: list[bytes] = []
     size = 0
     try:
-        async for chunk in request.stream():
-            size += len(chunk)
-            # The declared length can lie (or be absent with chunked encoding): cap while reading.
-            if size > limit:
-                raise WebhookRejected(413, f"payload larger than {limit} bytes")
-            chunks.append(chunk)
+        async with asyncio.timeout(timeout_s):
+            async for chunk in request.stream():
+                size += len(chunk)
+                # The declared length can lie (or be absent with chunked encoding): cap while reading.
+                if size > limit:
+                    raise WebhookRejected(413, f"payload larger than {limit} bytes")
+                if budget is not None and not budget.take(len(chunk)):
+                    size -= len(chunk)
+                    raise WebhookRejected(503, "too many webhook bodies in flight; try again later")
+                chunks.append(chunk)
+    except TimeoutError as exc:
+        if budget is not None:
+            budget.give(size)
+        raise WebhookRejected(408, f"the body did not arrive within {timeout_s:g} s") from exc
     except ClientDisconnect as exc:
+        if budget is not None:
+            budget.give(size)
         raise WebhookRejected(400, "client disconnected before sending the whole body") from exc
+    except BaseException:
+        if budget is not None:
+            budget.give(size)
+        raise
     return b"".join(chunks)
 
 
-def _camel(name: str) -> str:
-    return "".join(part.capitalize() for part in name.split("_"))
+def _too_deep(data: Any, limit: int) -> bool:
+    """Whether ``data`` nests containers deeper than ``limit`` (level by level: no recursion)."""
+    level: list[Any] = [data]
+    depth = 1
+    while level:
+        if depth > limit:
+            return True
+        below: list[Any] = []
+        for node in level:
+            for child in node.values() if type(node) is dict else node:
+                if type(child) in _CONTAINERS:  # exact types: json.loads makes no subclasses
+                    below.append(child)
+        level = below
+        depth += 1
+    return False
 
 
-def event_model(event: str, action: str | None) -> type[BaseModel] | None:
-    """githubkit's model for one ``event.action`` (``None`` when githubkit has no such pair).
-
-    The model of the single action is used rather than githubkit's union of every action of
-    the event: importing a union (``pull_request`` has ~30 actions) takes seconds on first use,
-    one action's model a fraction of that. The names follow githubkit's codegen
-    (``WebhookPullRequestClosed``, ``WebhookPush``); tests pin them against ``action_types``.
-    """
-    from githubkit_schemas.latest import models
-
-    name = "Webhook" + _camel(event) + (_camel(action) if action else "")
-    found = getattr(models, name, None)
-    return found if isinstance(found, type) and issubclass(found, BaseModel) else None
+_CONTAINERS = (dict, list)
 
 
-def parse_event(event: str, action: str | None, data: dict[str, Any]) -> Any:
-    """Validate ``data`` as githubkit's model of ``event.action``; 400 when that fails."""
-    model = event_model(event, action)
-    if model is None:
-        what = f"{event} action {action!r}" if action else f"{event} payload without an action"
-        raise WebhookRejected(400, f"unknown {what}")
+def load_json(body: bytes) -> dict[str, Any]:
+    """The payload as a JSON object; 400 for malformed JSON, another top-level value, or nesting
+    deeper than :data:`MAX_JSON_DEPTH` (checked without recursion; Python's own parser raises
+    ``RecursionError`` on very deep input, which is a 400 too)."""
     try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        errors = exc.errors()
-        where = ", ".join(".".join(str(p) for p in err["loc"]) for err in errors[:3])
-        more = f" (+{len(errors) - 3} more)" if len(errors) > 3 else ""
-        raise WebhookRejected(400, f"{event} payload does not validate: {where}{more}") from exc
-
-
-def warm_up(router: Router) -> int:
-    """Import the models of every routed ``event.action`` (so the first delivery is not slow)."""
-    count = 0
-    for event, action in router.routes():
-        if event_model(event, action) is not None:
-            count += 1
-    return count
+        data = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise WebhookRejected(400, f"malformed JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise WebhookRejected(400, f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from exc
+    if not isinstance(data, dict):
+        raise WebhookRejected(400, "the payload is not a JSON object")
+    # Counting brackets is C-fast and bounds the depth: most payloads skip the walk.
+    if body.count(b"{") + body.count(b"[") > MAX_JSON_DEPTH and _too_deep(data, MAX_JSON_DEPTH):
+        raise WebhookRejected(400, f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    return data
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -199,52 +261,58 @@ def _answer(status_code: int, status: str, *, jobs: int = 0, reason: str | None 
 
 
 class WebhookEndpoint:
-    """The ASGI endpoint; holds the injected ports and the composed router."""
+    """The ASGI endpoint; holds the injected ports, the composed router and the relay."""
 
-    def __init__(self, settings: Settings, store: DeliveryStore, enqueuer: Enqueuer, router: Router) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: DeliveryStore,
+        enqueuer: Enqueuer,
+        router: Router,
+        *,
+        relay: Relay | None = None,
+        intake: Intake | None = None,
+        budget: BodyBudget | None = None,
+    ) -> None:
         self.settings = settings
         self.store = store
         self.enqueuer = enqueuer
         self.router = router
+        self.relay = relay if relay is not None else Relay(store, enqueuer)
+        self.intake = intake if intake is not None else Intake(store, enqueuer, self.relay)
+        self.budget = budget
         self._routed_events = router.events()
 
     async def handle(self, request: Request) -> JSONResponse:
         """Handle one delivery (see the module docstring for the answers)."""
         started = time.perf_counter()
         try:
-            response, recorded = await self._handle(request)
+            return await self._handle(request, started)
         except WebhookRejected as exc:
             log.warning("webhook_rejected", status=exc.status_code, reason=exc.reason)
             return _answer(exc.status_code, "rejected", reason=exc.reason)
-        if recorded is not None:
-            latency_ms = (time.perf_counter() - started) * 1000.0
-            # After the answer is sent: GitHub's 10 s budget is not spent on bookkeeping.
-            response.background = BackgroundTask(self._save_latency, recorded, latency_ms)
-        return response
 
-    def _save_latency(self, delivery_id: str, latency_ms: float) -> None:
+    async def _read_verified(self, request: Request, secret: str) -> bytes:
+        """The body, read within the read timeout and the body budget, with a valid signature."""
+        body = await read_body(request, timeout_s=self.settings.webhook_read_timeout_s, budget=self.budget)
         try:
-            self.store.set_delivery_latency(delivery_id, latency_ms)
-        except Exception as exc:  # a metric is not worth failing (or retrying) a delivery for
-            log.warning("webhook_latency_not_saved", delivery_id=delivery_id, error=repr(exc))
+            verify_signature(secret, body, request.headers)
+        finally:
+            if self.budget is not None:
+                self.budget.give(len(body))  # verified or refused: no longer an unsigned upload
+        return body
 
-    async def _handle(self, request: Request) -> tuple[JSONResponse, str | None]:
-        """The answer and the id of the delivery this request recorded (``None``: none)."""
+    async def _handle(self, request: Request, started: float) -> JSONResponse:
+        """The answer (rejections raise :class:`WebhookRejected`)."""
         secret = self.settings.webhook_secret
         if secret is None or not secret.get_secret_value():
             raise WebhookRejected(503, "webhook secret not configured")
-        body = await read_body(request)
-        verify_signature(secret.get_secret_value(), body, request.headers)
+        body = await self._read_verified(request, secret.get_secret_value())
 
         content_type = request.headers.get("content-type", "")
         if content_type.startswith("application/x-www-form-urlencoded"):
             raise WebhookRejected(415, "form-encoded payloads are not supported: use application/json")
-        try:
-            data = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise WebhookRejected(400, f"malformed JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise WebhookRejected(400, "the payload is not a JSON object")
+        data = load_json(body)
 
         delivery = _describe(request.headers, body, data)
         bound = log.bind(
@@ -255,13 +323,12 @@ class WebhookEndpoint:
             repo=delivery.repo,
         )
         decision = self._decide(delivery, data)
-        return await self._record_and_enqueue(delivery, decision, bound)
+        return await self._record_and_enqueue(delivery, decision, bound, started)
 
     def _decide(self, delivery: Delivery, data: dict[str, Any]) -> Decision:
         if delivery.event not in self._routed_events:
-            # Not subscribed to / not routed: acknowledge without validating the whole payload.
+            # Not subscribed to / not routed: acknowledge without reading the payload.
             return Decision(reason=f"event {delivery.event} is not handled")
-        model = parse_event(delivery.event, delivery.action, data)
         ctx = RouteContext(
             settings=self.settings,
             delivery_id=delivery.delivery_id,
@@ -269,45 +336,68 @@ class WebhookEndpoint:
             installation_id=delivery.installation_id,
             repo_full_name=delivery.repo,
         )
-        return self.router.route(delivery.event, delivery.action, model, ctx)
+        try:
+            return self.router.route(delivery.event, delivery.action, data, ctx)
+        except PayloadInvalid as exc:
+            what = f"{delivery.event}.{delivery.action}" if delivery.action else delivery.event
+            raise WebhookRejected(400, f"{what} payload: {exc}") from exc
 
     async def _record_and_enqueue(
-        self, delivery: Delivery, decision: Decision, bound: Any
-    ) -> tuple[JSONResponse, str | None]:
-        status: DeliveryStatus = "queued" if decision.jobs else "ignored"
+        self, delivery: Delivery, decision: Decision, bound: Any, started: float
+    ) -> JSONResponse:
+        """Record the delivery with its jobs (one write, group-committed with its neighbours),
+        have them enqueued (:mod:`bot.web.intake`), and answer within :data:`ANSWER_DEADLINE_S`.
+
+        What the writer still does after the deadline gave up on it is safe: a late record is
+        finished by the relay, a late enqueue confirms itself.
+        """
+        jobs = [job.as_dict() for job in decision.jobs]
+        status: DeliveryStatus = "received" if jobs else "ignored"
+        row = DeliveryRow(
+            delivery.delivery_id,
+            delivery.event,
+            delivery.action,
+            delivery.installation_id,
+            delivery.repo,
+            delivery.payload_sha256,
+            status,
+            decision.reason,
+            jobs or None,
+            _ms_since(started),
+        )
         try:
-            fresh = await run_in_threadpool(
-                self.store.record_delivery,
-                delivery.delivery_id,
-                delivery.event,
-                delivery.action,
-                delivery.installation_id,
-                delivery.repo,
-                delivery.payload_sha256,
-                status,
-                decision.reason,
-            )
+            submission = await self.intake.submit(row, decision.jobs, started=started)
+            await asyncio.wait_for(asyncio.shield(submission.future), timeout=_left(started))
+        except TimeoutError:
+            if not submission.recorded:
+                bound.error("webhook_store_timeout")
+                return _answer(503, "unavailable", reason="database did not answer in time")
+            submission.broker_error = submission.broker_error or TimeoutError("the broker is slow")
         except Exception as exc:
             bound.error("webhook_store_unavailable", error=repr(exc))
-            return _answer(503, "unavailable", reason="database unavailable"), None
-        if not fresh:
+            return _answer(503, "unavailable", reason="database unavailable")
+        if not submission.fresh:
             bound.info("webhook_duplicate")
-            return _answer(200, "duplicate", reason="delivery already recorded"), None
-        recorded = delivery.delivery_id
-        if not decision.jobs:
+            return _answer(200, "duplicate", reason="delivery already recorded")
+        if not jobs:
             bound.info("webhook_ignored", reason=decision.reason)
-            return _answer(202, "ignored", reason=decision.reason), recorded
-        try:
-            for job in decision.jobs:
-                await run_in_threadpool(self.enqueuer.enqueue, job)
-        except Exception as exc:
-            bound.error("webhook_broker_unavailable", error=repr(exc))
-            try:
-                await run_in_threadpool(
-                    self.store.mark_delivery, delivery.delivery_id, "failed", "broker unavailable"
-                )
-            except Exception as mark_exc:  # the database went away too: the redelivery decides
-                bound.error("webhook_mark_failed", error=repr(mark_exc))
-            return _answer(503, "unavailable", reason="broker unavailable"), recorded
+            return _answer(202, "ignored", reason=decision.reason)
+        if not submission.enqueued:  # down, or slower than the deadline: the relay takes over
+            bound.error("webhook_broker_unavailable", error=repr(submission.broker_error))
+            return _answer(
+                202,
+                "recorded",
+                jobs=len(jobs),
+                reason="broker unavailable: the jobs are recorded and will be enqueued when it is back",
+            )
         bound.info("webhook_queued", jobs=[job.actor for job in decision.jobs])
-        return _answer(202, "queued", jobs=len(decision.jobs)), recorded
+        return _answer(202, "queued", jobs=len(jobs))
+
+
+def _left(started: float) -> float:
+    """What remains of :data:`ANSWER_DEADLINE_S` for a request that started at ``started``."""
+    return max(0.1, ANSWER_DEADLINE_S - (time.perf_counter() - started))
+
+
+def _ms_since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000.0

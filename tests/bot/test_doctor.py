@@ -212,13 +212,24 @@ def test_settings_fail_on_an_unreadable_secrets_file(tmp_path: Path) -> None:
     assert result.status == "fail" and "secrets.env:3" in result.summary
 
 
-def test_web_warns_about_loopback_and_missing_session_secret(tmp_path: Path) -> None:
+def test_web_warns_about_loopback_and_names_the_session_key(tmp_path: Path) -> None:
     result = check_web(make_settings(tmp_path), OPTIONS)
     assert result.status == "warn"
-    assert "GitHub cannot deliver webhooks" in result.summary and "ARCS_SESSION_SECRET" in result.summary
+    assert "GitHub cannot deliver webhooks" in result.summary
     public = make_settings(tmp_path, public_url="https://arcs.example.com/", session_secret="k" * 32)
     ok = check_web(public, OPTIONS)
     assert ok.status == "ok" and "https://arcs.example.com/webhooks/github" in ok.summary
+    assert "signed with ARCS_SESSION_SECRET" in ok.summary
+
+
+def test_web_without_a_session_secret_names_the_shared_key_file(tmp_path: Path) -> None:
+    # Unset, every web process signs with the key under ARCS_HOME (bot.web.session_key): shared
+    # by the workers and kept across restarts, not per-process keys.
+    settings = make_settings(tmp_path, public_url="https://arcs.example.com")
+    result = check_web(settings, OPTIONS)
+    assert result.status == "ok"
+    assert str(settings.home / "session.key") in result.summary
+    assert "end on restart" not in result.summary and "not shared" not in result.summary
     plain = check_web(
         make_settings(tmp_path, public_url="http://arcs.example.com", session_secret="k"), OPTIONS
     )

@@ -6,10 +6,11 @@ from typing import Any
 
 import pytest
 
+from bot.handlers.views import WorkflowRunCompleted, read
 from bot.handlers.workflow_run import completed
 from bot.routing import Decision
 from bot.settings import Settings
-from tests.bot.webhook_support import ctx, model
+from tests.bot.webhook_support import ctx, load, model
 
 STEM = "workflow_run.completed.failure"
 
@@ -71,3 +72,18 @@ def test_rerun_attempt_keeps_the_key(settings: Settings) -> None:
     second = decide(settings, workflow_run__run_attempt=2).jobs[0]
     assert first.idempotency_key == second.idempotency_key
     assert second.args["run_attempt"] == 2
+
+
+def test_run_whose_head_repository_is_gone_is_never_repaired(settings: Settings) -> None:
+    # A deleted fork: GitHub sends null; the origin is unknown, so no credentials are used.
+    decision = decide(settings, workflow_run__head_repository=None)
+    assert not decision.queued and decision.reason and "no head repository" in decision.reason
+
+
+def test_informational_fields_may_be_missing(settings: Settings) -> None:
+    data = load(STEM)
+    for key in ("name", "html_url", "run_attempt", "workflow_id", "check_suite_id", "pull_requests"):
+        del data["workflow_run"][key]
+    (job,) = completed(read(WorkflowRunCompleted, data), ctx(settings, STEM)).jobs
+    assert job.args["workflow_name"] is None and job.args["run_attempt"] is None
+    assert job.args["pull_requests"] == [] and job.args["run_id"] == data["workflow_run"]["id"]

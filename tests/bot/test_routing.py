@@ -1,16 +1,14 @@
-"""The Router, the composed app router, and githubkit model lookup per event.action."""
+"""The Router, the composed app router, and the views routes read payloads through."""
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 
+from bot.handlers.views import PayloadInvalid, View
 from bot.routing import Decision, RouteContext, Router, build_router, enqueue, ignore
 from bot.settings import Settings
-from bot.web.webhooks import WebhookRejected, event_model, parse_event, warm_up
 from jobs.messages import CONTEXT_KEYS, JobRequest
-from tests.bot.webhook_support import ctx, load, model
+from tests.bot.webhook_support import ctx, event_of, load
 
 
 def test_app_routes_exactly_the_handled_events() -> None:
@@ -35,22 +33,24 @@ def test_events() -> None:
 
 
 def test_unrouted_action_is_ignored_with_a_reason(settings: Settings) -> None:
-    decision = build_router().route(
-        "issues", "opened", model("issues.opened"), ctx(settings, "issues.opened")
-    )
+    decision = build_router().route("issues", "opened", load("issues.opened"), ctx(settings, "issues.opened"))
     assert decision == ignore("issues.opened is not handled")
     assert not decision.queued
+
+
+class Empty(View):
+    """A view of nothing."""
 
 
 def test_catch_all_and_exact_actions() -> None:
     r = Router("t")
 
-    @r.on("e")
-    def any_action(event: object, c: RouteContext) -> Decision:
+    @r.on("e", view=Empty)
+    def any_action(event: Empty, c: RouteContext) -> Decision:
         return ignore("any")
 
-    @r.on("e", "special")
-    def special(event: object, c: RouteContext) -> Decision:
+    @r.on("e", "special", view=Empty)
+    def special(event: Empty, c: RouteContext) -> Decision:
         return ignore("special")
 
     assert r.handler_for("e", "special") is special
@@ -61,15 +61,15 @@ def test_catch_all_and_exact_actions() -> None:
 
 def test_double_registration_is_a_bug() -> None:
     r = Router("t")
-    r.on("e", "a")(lambda event, c: ignore("x"))
+    r.on("e", "a", view=Empty)(lambda event, c: ignore("x"))
     with pytest.raises(ValueError, match="already routed"):
-        r.on("e", "a")(lambda event, c: ignore("y"))
+        r.on("e", "a", view=Empty)(lambda event, c: ignore("y"))
 
 
 def test_overlapping_routers_are_a_bug() -> None:
     a, b = Router("a"), Router("b")
-    a.on("e", "x")(lambda event, c: ignore("1"))
-    b.on("e", "x")(lambda event, c: ignore("2"))
+    a.on("e", "x", view=Empty)(lambda event, c: ignore("1"))
+    b.on("e", "x", view=Empty)(lambda event, c: ignore("2"))
     app = Router("app")
     app.include(a)
     with pytest.raises(ValueError, match="two routers"):
@@ -102,42 +102,90 @@ def test_decision_helpers() -> None:
 
 
 def test_ping_is_answered(settings: Settings) -> None:
-    decision = build_router().route("ping", None, model("ping"), ctx(settings, "ping"))
+    decision = build_router().route("ping", None, load("ping"), ctx(settings, "ping"))
     assert decision.reason == "pong: Anything added dilutes everything else."
 
 
-# --- githubkit models per event.action --------------------------------------------------------
+# --- views: only the fields a handler uses ---------------------------------------------------
+
+ROUTED_FIXTURES = {
+    "workflow_run.completed.failure": ("workflow_run", "head_sha"),
+    "check_suite.completed.failure": ("check_suite", "head_sha"),
+    "check_run.completed.failure": ("check_run", "head_sha"),
+    "issues.labeled": ("issue", "number"),
+    "issue_comment.created": ("comment", "body"),
+    "installation_repositories.added": ("repositories_added", None),
+    "push": ("repository", "default_branch"),
+    "pull_request.closed.merged": ("pull_request", "closed_at"),
+}
 
 
-@pytest.mark.parametrize(
-    ("event", "action"), [(e, a) for e, a in build_router().routes()] + [("issues", "opened")]
-)
-def test_every_route_has_a_githubkit_model(event: str, action: str | None) -> None:
-    found = event_model(event, action)
-    assert found is not None
-    if action is not None:
-        assert found.model_fields["action"].annotation.__args__ == (action,)  # type: ignore[union-attr]
-
-
-@pytest.mark.parametrize("event", ["workflow_run", "check_run", "check_suite", "installation_repositories"])
-def test_model_names_match_githubkits_action_table(event: str) -> None:
-    # The naming convention is githubkit's codegen; pin it against its own table (cheap events).
-    from githubkit_schemas.latest.models import WebhookPush
-
-    version_package = WebhookPush.__module__.split(".models.")[0]  # githubkit_schemas.vYYYY_MM_DD
-    module = importlib.import_module(f"{version_package}.webhooks.{event}")
-    for action, cls in module.action_types.items():
-        assert event_model(event, action) is cls
-
-
-def test_unknown_pairs() -> None:
-    assert event_model("issues", "frobnicated") is None
-    assert event_model("not_an_event", None) is None
-    with pytest.raises(WebhookRejected) as caught:
-        parse_event("push", "weird", load("push"))
-    assert caught.value.status_code == 400
-
-
-def test_warm_up_resolves_every_route() -> None:
+def test_every_route_reads_a_view() -> None:
     router = build_router()
-    assert warm_up(router) == len(list(router.routes()))
+    for event, action in router.routes():
+        found = router.route_for(event, action)
+        assert found is not None and issubclass(found.view, View)
+        assert found.view.model_config.get("extra") == "ignore"
+
+
+@pytest.mark.parametrize("stem", sorted(ROUTED_FIXTURES))
+def test_a_missing_needed_field_is_named(settings: Settings, stem: str) -> None:
+    outer, inner = ROUTED_FIXTURES[stem]
+    data = load(stem)
+    if inner is None:
+        del data[outer]
+    else:
+        del data[outer][inner]
+    with pytest.raises(PayloadInvalid) as caught:
+        build_router().route(event_of(stem), data.get("action"), data, ctx(settings, stem))
+    assert str(caught.value) == (f"{outer}.{inner} is missing" if inner else f"{outer} is missing")
+
+
+def test_a_needed_field_of_the_wrong_type_is_named(settings: Settings) -> None:
+    data = load("workflow_run.completed.failure", workflow_run__id="not a number")
+    with pytest.raises(PayloadInvalid, match=r"^workflow_run\.id: input should be a valid integer"):
+        build_router().route(
+            "workflow_run", "completed", data, ctx(settings, "workflow_run.completed.failure")
+        )
+    data = load("issue_comment.created", comment__body=["/arcs fix"])
+    with pytest.raises(PayloadInvalid, match=r"^comment\.body: input should be a valid string"):
+        build_router().route("issue_comment", "created", data, ctx(settings, "issue_comment.created"))
+
+
+def test_several_problems_are_listed_briefly(settings: Settings) -> None:
+    data = load("workflow_run.completed.failure")
+    for key in ("id", "head_sha", "head_repository"):
+        del data["workflow_run"][key]
+    del data["repository"]
+    with pytest.raises(PayloadInvalid) as caught:
+        build_router().route(
+            "workflow_run", "completed", data, ctx(settings, "workflow_run.completed.failure")
+        )
+    assert caught.value.problems[-1] == "+1 more" and len(caught.value.problems) == 4
+
+
+def test_fields_no_handler_reads_may_be_missing_extra_or_odd(settings: Settings) -> None:
+    # Keep only what the workflow_run view declares, add fields GitHub may send one day.
+    full = load("workflow_run.completed.failure")
+    run = full["workflow_run"]
+    minimal = {
+        "action": "completed",
+        "repository": {"id": full["repository"]["id"], "full_name": full["repository"]["full_name"]},
+        "workflow_run": {
+            "id": run["id"],
+            "head_sha": run["head_sha"],
+            "conclusion": "failure",
+            "head_branch": run["head_branch"],
+            "head_repository": {"id": run["head_repository"]["id"], "permissions": {"x": 1}},
+            "actor": None,
+            "brand_new_field": {"nested": [1, 2, 3]},
+        },
+        "installation": "an installation in an unexpected shape",
+    }
+    (job,) = (
+        build_router()
+        .route("workflow_run", "completed", minimal, ctx(settings, "workflow_run.completed.failure"))
+        .jobs
+    )
+    assert job.args["run_id"] == run["id"] and job.args["workflow_name"] is None
+    assert job.args["run_attempt"] is None and job.args["pull_requests"] == []

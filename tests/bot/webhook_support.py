@@ -11,9 +11,9 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from bot.routing import RouteContext
+from bot.handlers.views import read
+from bot.routing import RouteContext, build_router
 from bot.settings import Settings
-from bot.web.webhooks import parse_event
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "webhooks"
 SECRET = "test-webhook-secret"
@@ -41,10 +41,12 @@ def event_of(stem: str) -> str:
 
 
 def model(stem: str, **patches: Any) -> Any:
-    """The githubkit model of a (patched) fixture (githubkit's model of its event.action)."""
+    """A (patched) fixture read as the view of the handler its ``event.action`` is routed to."""
     data = load(stem, **patches)
     action = data.get("action")
-    return parse_event(event_of(stem), action if isinstance(action, str) else None, data)
+    route = build_router().route_for(event_of(stem), action if isinstance(action, str) else None)
+    assert route is not None, f"{stem} is not routed"
+    return read(route.view, data)
 
 
 def with_secret(settings: Settings, secret: str = SECRET) -> Settings:
