@@ -1,0 +1,511 @@
+"""The ``arcs action`` use case: from the step's environment to a published fix and an exit code.
+
+1. **What to repair** (:func:`bot.action.event.target_for`): the event decides the commit and the
+   branch; forks, comments by people without write association and ARCS' own branches are not
+   repaired (a summary says why; nothing is written to GitHub).
+2. **How to test**: the test command is the ``test`` input, else the failing step's command (a
+   ``workflow_run``: read from the failed run's logs, which also name the failing tests and
+   file:line hints), else ``.arcs.yml`` ``test:``, else ARCS' conventions. The workspace is used as
+   the workflow left it (no setup phase: the toolchains on the workflow's ``PATH`` are exposed to the
+   tests); the bubblewrap sandbox applies when it works on the runner, else — ``sandbox: auto`` —
+   the tests run unsandboxed (as the workflow's own test step did) and the summary says so.
+3. **Repair**: the same application entry point as ``arcs fix`` (:func:`jobs.fix.fix`, replaceable
+   through :attr:`ActionDeps.fixer`): reproduce, repair within the budget, quality gates (no test
+   weakening), final verification. The workspace is not modified.
+4. **Publish** (:mod:`bot.action.publish`) with the token, only a verified fix.
+5. **Report**: the job summary (``GITHUB_STEP_SUMMARY``) and the step outputs (``GITHUB_OUTPUT``).
+
+Exit codes: 0 — a verified fix reached GitHub as the mode asked, or there was nothing to do
+(``skipped``: a fork, no command, a run that did not fail); 1 — no verified fix, or a fix that could
+not be published (no token, HTTP 403: the summary names the permission), or a refusal; 2 — a
+configuration error (a missing ``GITHUB_*`` variable, a bad input, a malformed ``.arcs.yml``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import httpx
+import structlog
+
+from bot.action.env import ActionEnv
+from bot.action.event import Target, target_for, with_pull
+from bot.action.summary import (
+    ActionOutcome,
+    Published,
+    format_outputs,
+    job_summary,
+    repair_summary,
+    run_rows,
+    step_outputs,
+)
+from bot.errors import ArcsError, ConfigError
+from bot.github import GitHubError
+from bot.github.payloads import RepairSummary
+from bot.settings import Settings
+
+if TYPE_CHECKING:
+    from bot.github.client import InstallationClient
+    from bot.github.repo_config import ArcsConfig
+    from jobs.fix import FixReport, FixRequest
+    from jobs.repair.edits import AppliedEdits
+    from runners.logs import FailureReport
+
+log = structlog.get_logger(__name__)
+
+Fixer = Callable[..., "FixReport"]
+"""The application entry point: :func:`jobs.fix.fix`'s signature."""
+SYSTEM_BIN = frozenset(
+    {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin", "/snap/bin"}
+)
+FIX_BRANCH = "arcs/fix/{signature}"
+
+
+@dataclass
+class ActionDeps:
+    """The ports of :func:`run_action` (tests replace the clock and the transport)."""
+
+    fixer: Fixer | None = None
+    """None: :func:`jobs.fix.fix`, the entry point ``arcs fix`` uses."""
+    transport: httpx.BaseTransport | None = None
+    clock: Callable[[], float] = time.time
+    monotonic: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    progress: Callable[[str], None] = field(default=lambda _message: None)
+
+
+# --------------------------------------------------------------------------- pure helpers
+
+
+def toolchains_from_path(path: str) -> tuple[Path, ...]:
+    """The folders whose ``bin/`` is on the workflow's ``PATH`` (system folders aside): what the
+    setup steps installed (``actions/setup-python``, ``setup-node``…) is exposed to the tests."""
+    out: list[Path] = []
+    for entry in path.split(os.pathsep):
+        entry = entry.rstrip("/")
+        if not entry or entry in SYSTEM_BIN or not entry.endswith("/bin"):
+            continue
+        bin_dir = Path(entry)
+        if not bin_dir.is_absolute() or not bin_dir.is_dir():
+            continue
+        root = bin_dir.parent
+        if root != Path("/") and root not in out:
+            out.append(root)
+    return tuple(out)
+
+
+def failure_signature(repository: str, target: Target, command: str, failing: tuple[str, ...]) -> str:
+    """12 hex digits naming the failure: the same failure on the same branch, the same branch and
+    pull request (one per signature), whichever run or commit found it."""
+    if target.issue_text is not None:
+        key = f"{repository}\nissue#{target.issue_number}"
+    else:
+        key = "\n".join([repository, target.branch, command, *sorted(set(failing))])
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:12]
+
+
+def _read_config(workspace: Path) -> ArcsConfig:
+    from bot.github.repo_config import load_arcs_config
+
+    def read(rel: str) -> str | None:
+        target = workspace / rel
+        try:
+            return target.read_text(encoding="utf-8") if target.is_file() else None
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    return load_arcs_config(read)
+
+
+def fix_changes(report: FixReport) -> AppliedEdits:
+    """The fix's files before and after, computed on copies (the workspace is left as it was)."""
+    from jobs.repair.edits import EditError, apply_edits
+
+    root = report.repo.resolve()
+    with tempfile.TemporaryDirectory(prefix="arcs-action-") as tmp:
+        copy = Path(tmp)
+        for rel in dict.fromkeys(edit.path for edit in report.result.edits):
+            source = (root / rel).resolve()
+            if source.is_relative_to(root) and source.is_file():
+                (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, copy / rel)
+        try:
+            return apply_edits(copy, report.result.edits)
+        except EditError as exc:
+            raise ArcsError(
+                f"action: the verified patch does not apply to the workspace: {exc}", exit_code=1
+            ) from exc
+
+
+# --------------------------------------------------------------------------- the use case
+
+
+def run_action(settings: Settings, env: ActionEnv, deps: ActionDeps | None = None) -> ActionOutcome:
+    """Run the Action (see the module docstring); the summary and the outputs are always written."""
+    deps = deps or ActionDeps()
+    try:
+        outcome = _run(settings, env, deps)
+    except ArcsError as exc:
+        log.warning("action.error", error=exc.message[:300])
+        outcome = ActionOutcome(
+            verdict="error",
+            reason=exc.message,
+            repository=env.repository,
+            run_url=env.run_url,
+            exit_code=exc.exit_code,
+        )
+    write_results(env, outcome)
+    return outcome
+
+
+def write_results(env: ActionEnv, outcome: ActionOutcome) -> None:
+    """Append the job summary and the step outputs (when running under Actions)."""
+    for path, text in (
+        (env.step_summary, job_summary(outcome)),
+        (env.output, format_outputs(step_outputs(outcome))),
+    ):
+        if path is None:
+            continue
+        try:
+            with path.open("a", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError as exc:
+            raise ConfigError(f"action: cannot write {path}: {exc.strerror or exc}") from exc
+
+
+@contextlib.contextmanager
+def _client(env: ActionEnv, deps: ActionDeps) -> Iterator[InstallationClient | None]:
+    token = env.inputs.token
+    if token is None:
+        yield None
+        return
+    from bot.action.github import token_client
+
+    client = token_client(
+        token,
+        env.repository,
+        api_url=env.api_url,
+        transport=deps.transport,
+        clock=deps.clock,
+        monotonic=deps.monotonic,
+        sleep=deps.sleep,
+    )
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def _not_run(env: ActionEnv, target: Target) -> ActionOutcome:
+    verdict = "skipped" if target.decision == "skip" else "refused"
+    return ActionOutcome(
+        verdict=verdict,
+        reason=target.reason,
+        repository=env.repository,
+        run_url=env.run_url,
+        exit_code=0 if verdict == "skipped" else 1,
+    )
+
+
+def _run(settings: Settings, env: ActionEnv, deps: ActionDeps) -> ActionOutcome:
+    target = target_for(env)
+    with _client(env, deps) as client:
+        if target.decision == "repair" and target.needs_pull_lookup:
+            if client is None:
+                from dataclasses import replace
+
+                target = replace(
+                    target,
+                    decision="refuse",
+                    reason="a comment on a pull request needs github-token to read the pull request",
+                )
+            else:
+                from bot.action.publish import pull_request_head
+
+                assert target.pr_number is not None
+                sha, branch, head_repo, base_repo = pull_request_head(client, target.pr_number)
+                target = with_pull(target, sha=sha, branch=branch, head_repo=head_repo, base_repo=base_repo)
+        if target.decision != "repair":
+            log.info("action.not_run", decision=target.decision, reason=target.reason[:200])
+            return _not_run(env, target)
+        config = _read_config(env.workspace)
+        notices: list[str] = []
+        ci = _ci_failure(client, env, target, notices)
+        if ci is not None and not ci.repairable:
+            return ActionOutcome(
+                verdict="skipped",
+                reason=f"a {ci.failure_class} failure, which code changes do not fix: {ci.reason}",
+                repository=env.repository,
+                run_url=env.run_url,
+                exit_code=0,
+            )
+        sandbox_note, unsafe, refusal = _sandbox(settings, env, toolchains_from_path(env.path))
+        if refusal:
+            return ActionOutcome(
+                verdict="refused", reason=refusal, repository=env.repository, run_url=env.run_url, exit_code=1
+            )
+        request = _fix_request(settings, env, target, config, ci, unsafe, notices)
+        report = (deps.fixer or _default_fixer())(settings, request, progress=deps.progress)
+        return _finish(env, target, config, client, report, sandbox_note, notices)
+
+
+def _default_fixer() -> Fixer:
+    from jobs.fix import fix
+
+    return fix
+
+
+def _ci_failure(
+    client: InstallationClient | None, env: ActionEnv, target: Target, notices: list[str]
+) -> FailureReport | None:
+    """``workflow_run``: what the failed run's logs say (step, tests, hints); None otherwise."""
+    if target.failed_run_id is None:
+        return None
+    if client is None:
+        notices.append("no github-token: the failed run's logs were not read (no failing step or test hints)")
+        return None
+    from bot.github.logs import concatenate, download_failed_job_logs
+    from runners.logs import analyze_log
+
+    try:
+        logs = download_failed_job_logs(client, target.failed_run_id)
+    except GitHubError as exc:
+        notices.append(
+            f"the failed run's logs could not be read ({exc.message}); grant `actions: read` for hints"
+        )
+        return None
+    return analyze_log(concatenate(logs)) if logs else None
+
+
+def _sandbox(settings: Settings, env: ActionEnv, toolchains: tuple[Path, ...]) -> tuple[str, bool, str]:
+    """``(how the tests run, unsandboxed?, refusal)``."""
+    mode = env.inputs.sandbox
+    unsandboxed = (
+        "unsandboxed, in the job's own environment (as the workflow's test step ran them), with an "
+        "environment built from nothing: no token, no API key"
+    )
+    if mode == "off":
+        return f"{unsandboxed} (sandbox: off)", True, ""
+    from runners.sandbox import SandboxUnavailable, make_runner
+
+    try:
+        make_runner(
+            toolchain_paths=toolchains,
+            kind=settings.runner,
+            image=settings.runner_image,
+            runtime=settings.runner_runtime,
+        )
+    except SandboxUnavailable as exc:
+        if mode == "require":
+            return "", False, f"sandbox: require, but the sandbox cannot run on this runner: {exc.message}"
+        return f"{unsandboxed}: the sandbox cannot run on this runner ({exc.message})", True, ""
+    return f"in the {settings.runner} sandbox (no network, read-only system, the workspace copied)", False, ""
+
+
+def _fix_request(
+    settings: Settings,
+    env: ActionEnv,
+    target: Target,
+    config: ArcsConfig,
+    ci: FailureReport | None,
+    unsafe: bool,
+    notices: list[str],
+) -> FixRequest:
+    from bot.cli.fix_cmd import default_jobs, llm_config
+    from jobs.fix import FixRequest
+    from jobs.repair.budget import Budget
+    from jobs.repair.loop import LoopConfig
+    from jobs.repair.tiers import TierRequest
+
+    inputs = env.inputs
+    command = target.command
+    llm = llm_config(settings)
+    tier: TierRequest = (
+        (command.tier if command is not None and command.tier else None) or inputs.tier or config.tier
+    )
+    if not llm.configured and tier != "0":
+        notices.append(f"no anthropic-api-key: tier 0 (repair templates, no model) instead of {tier}")
+        tier = "0"
+    try:
+        budget = config.budget.apply(Budget())
+        if inputs.budget_usd is not None:
+            budget = budget.with_(usd=inputs.budget_usd)
+        if command is not None and command.budget_usd is not None:
+            budget = budget.with_(usd=min(budget.usd, float(command.budget_usd)))
+        if command is not None and command.iterations is not None:
+            budget = budget.with_(iterations=command.iterations)
+    except ValueError as exc:
+        raise ConfigError(f"action: {exc}") from None
+    step_command = ci.step.command if ci is not None and ci.step is not None and not ci.step.uses else None
+    trace_dir = env.runner_temp / "arcs"
+    return FixRequest(
+        repo=env.workspace,
+        test_command=inputs.test or step_command,
+        issue_text=target.issue_text,
+        tier=tier,
+        budget=budget,
+        apply=False,
+        trace_out=trace_dir / f"trace-{env.run_id}-{env.run_attempt}.json",
+        traces_dir=trace_dir,
+        llm=llm,
+        config=LoopConfig(parallel=default_jobs()),
+        unsafe_no_sandbox=unsafe,
+        toolchain_paths=toolchains_from_path(env.path),
+        failure_class=ci.failure_class if ci is not None else "",
+        ci_tests=tuple(ci.test_ids) if ci is not None else (),
+        hints=tuple((ref.path, ref.line) for ref in ci.locations[:20]) if ci is not None else (),
+    )
+
+
+def _finish(
+    env: ActionEnv,
+    target: Target,
+    config: ArcsConfig,
+    client: InstallationClient | None,
+    report: FixReport,
+    sandbox_note: str,
+    notices: list[str],
+) -> ActionOutcome:
+    result = report.result
+    issue = target.issue_text is not None
+    where = target.branch or target.sha[:12]
+    summary = repair_summary(
+        report,
+        kind="issue" if issue else "ci",
+        failure_summary=""
+        if issue
+        else f"CI failed on `{where}`; ARCS reproduced the failure in the workflow's own environment.",
+        failing_run_url=env.run_url,
+        head_sha=target.sha,
+        issue_number=target.issue_number if issue else None,
+        issue_title=target.issue_title,
+    )
+    command = str(result.trace.repo.get("test_command") or "")
+    failing = tuple(result.trace.reproduction.targets) or (
+        (*result.tests_before.failed, *result.tests_before.errors) if result.tests_before else ()
+    )
+    signature = failure_signature(env.repository, target, command, failing)
+    published: Published | None = None
+    if result.fixed:
+        published = _publish(env, target, config, client, report, summary, signature)
+    exit_code = 0 if result.fixed and published is not None and published.ok else 1
+    return ActionOutcome(
+        verdict=str(result.verdict),
+        reason=result.reason,
+        fixed=bool(result.fixed),
+        repository=env.repository,
+        run_url=env.run_url,
+        trace_path=str(report.trace_path),
+        sandbox=sandbox_note,
+        summary=summary,
+        rows=run_rows(report),
+        published=published,
+        notices=(*notices, *result.notices),
+        test_command=command,
+        signature=signature,
+        exit_code=exit_code,
+    )
+
+
+def _publish(
+    env: ActionEnv,
+    target: Target,
+    config: ArcsConfig,
+    client: InstallationClient | None,
+    report: FixReport,
+    summary: RepairSummary,
+    signature: str,
+) -> Published:
+    from bot.action import publish
+
+    mode = env.inputs.mode
+    if client is None:
+        return Published(
+            mode, False, detail="no github-token was given: nothing was published (the patch is below)"
+        )
+    changes = fix_changes(report)
+    try:
+        if mode == "pr":
+            stale = publish.base_mismatches(client, changes.before, target.sha)
+            if stale:
+                return _stale(mode, target, stale)
+            return publish.publish_pr(
+                client,
+                summary,
+                branch=FIX_BRANCH.format(signature=signature),
+                base_branch=target.branch,
+                base_sha=target.sha,
+                files=changes.after,
+                draft=env.inputs.draft if env.inputs.draft is not None else config.draft,
+                labels=config.pr_labels,
+                bot_login=env.bot_login,
+                attempt=env.run_url,
+                workdir=env.runner_temp,
+            )
+        if mode == "suggest":
+            if target.pr_number is None:
+                return Published(
+                    mode,
+                    False,
+                    detail="suggest needs a pull request, and this run has none (the patch is below)",
+                )
+            stale = publish.base_mismatches(client, changes.before, target.sha)
+            if stale:
+                return _stale(mode, target, stale)
+            return publish.publish_suggestions(
+                client,
+                summary,
+                number=target.pr_number,
+                head_sha=target.sha,
+                before=changes.before,
+                after=changes.after,
+                signature=signature,
+                bot_login=env.bot_login,
+            )
+        if target.issue_number is None:
+            return Published(
+                mode,
+                False,
+                detail="comment needs a pull request or an issue, and this run has none (the patch is below)",
+            )
+        return publish.publish_comment(
+            client,
+            summary,
+            number=target.issue_number,
+            signature=signature,
+            bot_login=env.bot_login,
+            repo_url=env.repo_url,
+            run_url=env.run_url,
+        )
+    except GitHubError as exc:
+        return publish.failed(mode, exc)
+
+
+def _stale(mode: str, target: Target, paths: list[str]) -> Published:
+    listed = ", ".join(f"`{p}`" for p in paths[:5])
+    return Published(
+        mode,
+        False,
+        detail=f"the workspace is not commit {target.sha[:12]} ({listed} differ there), so the fix cannot be "
+        f"published on it; check out that commit (pull_request workflows: `ref: ${{{{ github.event.pull_request.head.sha }}}}`)",
+    )
+
+
+__all__ = [
+    "ActionDeps",
+    "Fixer",
+    "failure_signature",
+    "fix_changes",
+    "run_action",
+    "toolchains_from_path",
+    "write_results",
+]

@@ -1,0 +1,335 @@
+"""What ``arcs action`` writes: the job summary, the step outputs, the comment (pure builders).
+
+The pull request body, the verification and cost tables come from :mod:`bot.github.payloads`
+(the App's builders); this module adds the Action's own table (command, exit code and counts of
+the reproduction run and of the final verification run) and the lines that only the Action says
+(sandbox or not, what was published, why nothing was).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from bot.github import payloads
+from bot.github.payloads import RepairSummary, TestTally, defuse, fenced
+
+if TYPE_CHECKING:
+    from jobs.fix import FixReport
+    from jobs.repair.workbench import TestOutcome
+
+ACTION_MARKER = "<!-- arcs:action signature={signature} -->"
+MAX_SUMMARY_DIFF = 40_000
+"""Characters of the diff shown in the job summary (GitHub caps a step summary at 1 MiB)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    """One test run of the verification table."""
+
+    label: str
+    command: str
+    exit_code: int | None
+    passed: int
+    failed: int
+    errors: int
+
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    """What publishing did, in one line."""
+
+    mode: str
+    ok: bool
+    """The result reached GitHub as the mode asked."""
+    url: str = ""
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ActionOutcome:
+    """Everything the job summary and the step outputs say about one ``arcs action`` run."""
+
+    verdict: str
+    """The repair's verdict, or ``skipped``/``refused`` when no repair ran."""
+    reason: str
+    fixed: bool = False
+    repository: str = ""
+    run_url: str = ""
+    trace_path: str = ""
+    sandbox: str = ""
+    """How the tests ran (``bubblewrap sandbox`` or ``unsandboxed: …``); empty when none ran."""
+    summary: RepairSummary | None = None
+    rows: tuple[RunRow, ...] = ()
+    published: Published | None = None
+    notices: tuple[str, ...] = ()
+    test_command: str = ""
+    signature: str = ""
+    exit_code: int = 1
+
+
+def _tally(outcome: TestOutcome | None) -> TestTally | None:
+    if outcome is None:
+        return None
+    return TestTally(
+        passed=len(outcome.passed),
+        failed=len(outcome.failed),
+        errors=len(outcome.errors),
+        failing=(*outcome.failed, *outcome.errors)[:50],
+    )
+
+
+def run_rows(report: FixReport) -> tuple[RunRow, ...]:
+    """The reproduction run and the final verification run (else the accepted candidate's run)."""
+    result = report.result
+    rows: list[RunRow] = []
+    before = result.tests_before
+    if before is not None:
+        rows.append(
+            RunRow(
+                "before (reproduction)",
+                before.command,
+                before.exit_code,
+                len(before.passed),
+                len(before.failed),
+                len(before.errors),
+            )
+        )
+    final: Mapping[str, Any] = getattr(result, "verification", None) or {}
+    if final:
+        rows.append(
+            RunRow(
+                "after (final verification)",
+                str(final.get("command") or ""),
+                _opt_int(final.get("exit_code")),
+                _count(final.get("passed")),
+                _count(final.get("failed")),
+                _count(final.get("errors")),
+            )
+        )
+    elif result.tests_after is not None:
+        after = result.tests_after
+        rows.append(
+            RunRow(
+                "after (fix candidate)",
+                after.command,
+                after.exit_code,
+                len(after.passed),
+                len(after.failed),
+                len(after.errors),
+            )
+        )
+    return tuple(rows)
+
+
+def _opt_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, list | tuple):
+        return len(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def repair_summary(
+    report: FixReport,
+    *,
+    kind: str = "ci",
+    failure_summary: str = "",
+    failing_run_url: str = "",
+    head_sha: str = "",
+    issue_number: int | None = None,
+    issue_title: str = "",
+) -> RepairSummary:
+    """:class:`bot.github.payloads.RepairSummary` of a :class:`jobs.fix.FixReport` (what the App's
+    messages say, from the report instead of the store)."""
+    from jobs.repair.trace import render_markdown
+
+    result = report.result
+    targets = tuple(result.trace.reproduction.targets) or tuple(
+        (*result.tests_before.failed, *result.tests_before.errors) if result.tests_before else ()
+    )
+    return RepairSummary(
+        verdict=str(result.verdict),
+        fixed=bool(result.fixed),
+        reason=result.reason,
+        kind="issue" if kind == "issue" else "ci",
+        failure_summary=failure_summary,
+        root_cause=result.explanation,
+        diff=result.patch if result.fixed else "",
+        target_tests=targets[:50],
+        tests_before=_tally(result.tests_before),
+        tests_after=_tally(result.tests_after),
+        gates=tuple((g.gate, g.passed, g.detail) for g in result.gates),
+        tokens=result.spend.tokens,
+        cost_usd=float(result.spend.usd),
+        rounds=result.rounds,
+        duration_s=result.spend.wall_s,
+        tier=result.tiers[-1] if result.tiers else result.trace.tier_requested,
+        trace_markdown=render_markdown(result.trace),
+        issue_number=issue_number,
+        issue_title=issue_title,
+        failing_run_url=failing_run_url,
+        head_sha=head_sha,
+    )
+
+
+def _cell(text: str) -> str:
+    flat = " ".join(text.split())
+    flat = flat if len(flat) <= 160 else flat[:159] + "…"
+    return defuse(flat).replace("|", "\\|").replace("`", "'")
+
+
+def runs_table(rows: tuple[RunRow, ...]) -> str:
+    """| Run | Command | Exit code | Passed | Failed | Errors |"""
+    lines = [
+        "| Run | Command | Exit code | Passed | Failed | Errors |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for row in rows:
+        code = "—" if row.exit_code is None else str(row.exit_code)
+        lines.append(
+            f"| {row.label} | `{_cell(row.command) or '—'}` | {code} | {row.passed} | {row.failed} | {row.errors} |"
+        )
+    return "\n".join(lines)
+
+
+_TITLES = {
+    "fixed": "✅ ARCS found a verified fix",
+    "skipped": "➖ ARCS did not run",
+    "refused": "⛔ ARCS refused",
+}
+
+
+def job_summary(outcome: ActionOutcome) -> str:
+    """The Markdown for ``GITHUB_STEP_SUMMARY``."""
+    title = _TITLES.get(outcome.verdict) or (
+        "✅ ARCS found a verified fix"
+        if outcome.fixed
+        else f"❌ ARCS found no verified fix ({outcome.verdict})"
+    )
+    parts = [f"## {title}"]
+    if outcome.reason:
+        parts.append(defuse(" ".join(outcome.reason.split())))
+    facts = [f"- **Verdict**: `{outcome.verdict}`"]
+    if outcome.test_command:
+        facts.append(f"- **Test command**: `{_cell(outcome.test_command)}`")
+    if outcome.sandbox:
+        facts.append(f"- **Tests ran**: {defuse(outcome.sandbox)}")
+    if outcome.published is not None:
+        pub = outcome.published
+        mark = "✅" if pub.ok else "⚠️"
+        what = f"[{pub.url}]({pub.url})" if pub.url else ""
+        facts.append(f"- **Published** ({pub.mode}): {mark} {defuse(pub.detail)} {what}".rstrip())
+    if outcome.trace_path:
+        facts.append(f"- **Trace**: `{_cell(outcome.trace_path)}` (step output `trace`)")
+    if outcome.run_url:
+        facts.append(f"- **Run**: {outcome.run_url}")
+    parts.append("\n".join(facts))
+    for notice in outcome.notices:
+        parts.append(f"> {defuse(' '.join(notice.split()))}")
+    if outcome.rows:
+        parts += ["### Verification", runs_table(outcome.rows)]
+    summary = outcome.summary
+    if summary is not None:
+        parts += [
+            "### Quality gates",
+            payloads.verification_table(summary),
+            "### Cost",
+            payloads.cost_table(summary),
+        ]
+        if summary.diff:
+            diff = (
+                summary.diff
+                if len(summary.diff) <= MAX_SUMMARY_DIFF
+                else summary.diff[:MAX_SUMMARY_DIFF] + "\n… (diff truncated)\n"
+            )
+            parts += ["### Patch", fenced(diff, "diff")]
+    return "\n\n".join(parts) + "\n"
+
+
+def comment_body(summary: RepairSummary, *, signature: str, run_url: str = "") -> str:
+    """The ``mode: comment`` comment: verdict, diff, verification and cost (edited in place on
+    later runs of the same failure: the hidden marker names the failure signature)."""
+    head = (
+        "✅ ARCS found a verified fix for this failure." if summary.fixed else "ARCS found no verified fix."
+    )
+    parts = [head]
+    if run_url:
+        parts.append(f"Failing run: {run_url}")
+    if summary.root_cause.strip():
+        parts += ["### Root cause", defuse(summary.root_cause.strip())]
+    if summary.diff:
+        parts += ["### Patch", fenced(summary.diff, "diff")]
+    parts += [
+        "### Verification",
+        payloads.verification_table(summary),
+        "### Cost",
+        payloads.cost_table(summary),
+    ]
+    parts.append(payloads.status_marker(f"action-{signature}"))
+    return payloads.truncate("\n\n".join(parts), payloads.BODY_BUDGET)
+
+
+def review_body(summary: RepairSummary, *, signature: str, placed: int, outside: str) -> str:
+    """The body of the ``mode: suggest`` review."""
+    parts = [
+        f"✅ ARCS found a verified fix: {placed} suggestion{'s' if placed != 1 else ''} below "
+        "(commit them from this review)."
+        if placed
+        else "✅ ARCS found a verified fix, but none of its changes falls on lines this pull request changes."
+    ]
+    if summary.root_cause.strip():
+        parts += ["### Root cause", defuse(summary.root_cause.strip())]
+    if outside:
+        parts += ["### Changes outside this pull request's diff", outside]
+    parts += [
+        "### Verification",
+        payloads.verification_table(summary),
+        "### Cost",
+        payloads.cost_table(summary),
+    ]
+    parts.append(ACTION_MARKER.format(signature=signature))
+    return payloads.truncate("\n\n".join(parts), payloads.BODY_BUDGET)
+
+
+def step_outputs(outcome: ActionOutcome) -> dict[str, str]:
+    """``verdict``, ``pr-url``, ``trace``, ``published`` (the Action's outputs)."""
+    pub = outcome.published
+    return {
+        "verdict": outcome.verdict,
+        "pr-url": pub.url if pub is not None and pub.ok and pub.mode == "pr" else "",
+        "trace": outcome.trace_path,
+        "published": "true" if pub is not None and pub.ok else "false",
+    }
+
+
+def format_outputs(values: Mapping[str, str], *, delimiter: str | None = None) -> str:
+    """``GITHUB_OUTPUT`` lines: ``name=value``, or the heredoc form for a value with a newline."""
+    lines = []
+    for name, value in values.items():
+        if "\n" in value or "\r" in value:
+            mark = delimiter or f"ARCS_EOF_{secrets.token_hex(8)}"
+            lines.append(f"{name}<<{mark}\n{value}\n{mark}")
+        else:
+            lines.append(f"{name}={value}")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = [
+    "ACTION_MARKER",
+    "ActionOutcome",
+    "Published",
+    "RunRow",
+    "comment_body",
+    "format_outputs",
+    "job_summary",
+    "repair_summary",
+    "review_body",
+    "run_rows",
+    "runs_table",
+    "step_outputs",
+]
