@@ -1,8 +1,9 @@
 """A strict GitHub double: the REST subset ARCS uses plus git smart HTTP, on loopback.
 
 :class:`GitHubDouble` is a ``ThreadingHTTPServer`` on ``127.0.0.1`` (ephemeral port). The REST API
-lives under ``/api/v3`` (the GitHub Enterprise Server layout, so ARCS' ``ARCS_GITHUB_API_URL``
-handling is exercised), git under ``/<owner>/<repo>.git`` served by ``git http-backend`` over bare
+lives under ``/api/v3`` by default (the GitHub Enterprise Server layout, so ARCS'
+``ARCS_GITHUB_API_URL`` handling is exercised; ``api_prefix=""`` serves it at the root as
+``api.github.com`` does), git under ``/<owner>/<repo>.git`` served by ``git http-backend`` over bare
 repositories the double builds from dicts of files.
 
 It is strict:
@@ -60,6 +61,7 @@ from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 import httpx
 
 API_PREFIX = "/api/v3"
+"""Where the REST API lives by default (GitHub Enterprise Server: ``https://HOST/api/v3``)."""
 ALL_PERMISSIONS: Mapping[str, str] = {
     "metadata": "read",
     "contents": "write",
@@ -296,13 +298,15 @@ class RequestRecord:
 
     method: str
     path: str
-    """Without the ``/api/v3`` prefix for REST routes."""
+    """Without the API prefix (``/api/v3`` by default) for REST routes."""
     query: str
     status: int
     auth: str
     """``jwt``, ``token``, ``basic``, ``none`` or ``invalid``."""
     api_version: str | None = None
     """The ``X-GitHub-Api-Version`` header, when sent."""
+    raw_path: str = ""
+    """The path as received (with the API prefix)."""
 
 
 @dataclass(frozen=True)
@@ -412,7 +416,12 @@ class GitHubDouble:
         token_ttl_s: float = 3600.0,
         client_id: str = TEST_CLIENT_ID,
         client_secret: str = TEST_CLIENT_SECRET,
+        api_prefix: str = API_PREFIX,
     ) -> None:
+        if api_prefix and (not api_prefix.startswith("/") or api_prefix.endswith("/")):
+            raise ValueError(f"api_prefix {api_prefix!r}: empty or /segments without a trailing slash")
+        self.api_prefix = api_prefix
+        """Where the REST API lives: ``/api/v3`` (GHES layout) or ``""`` (``api.github.com``)."""
         self.root = Path(root)
         self.git_root = self.root / "git"
         self.git_root.mkdir(parents=True, exist_ok=True)
@@ -448,6 +457,8 @@ class GitHubDouble:
         self._deny_next = False
         self.oauth_codes: dict[str, OAuthCode] = {}
         self.user_tokens: dict[str, UserToken] = {}
+        self.reviews: dict[tuple[str, int], list[dict[str, Json]]] = {}
+        """Pull request reviews by ``(full name, number)`` (``arcs action``'s suggestion mode)."""
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._routes = self._build_routes()
@@ -502,8 +513,8 @@ class GitHubDouble:
 
     @property
     def api_url(self) -> str:
-        """What ARCS_GITHUB_API_URL would be (GHES layout)."""
-        return f"{self.base_url}{API_PREFIX}"
+        """What ARCS_GITHUB_API_URL would be (GHES layout unless ``api_prefix=""``)."""
+        return f"{self.base_url}{self.api_prefix}"
 
     def clone_url(self, full_name: str) -> str:
         return f"{self.base_url}/{full_name}.git"
@@ -821,7 +832,7 @@ class GitHubDouble:
         body: Json = None,
         times: int = 1,
     ) -> None:
-        """Answer the next ``times`` matching requests (path without ``/api/v3``) with ``status``."""
+        """Answer the next ``times`` matching requests (path without the API prefix) with ``status``."""
         with self._lock:
             self._faults.append(
                 _Fault(method.upper(), re.compile(path_pattern), status, dict(headers or {}), body, times)
@@ -865,6 +876,49 @@ class GitHubDouble:
 
     def open_pulls(self, full_name: str) -> list[dict[str, Json]]:
         return [p for p in self.repos[full_name].pulls.values() if p["state"] == "open"]
+
+    def add_pull(
+        self, full_name: str, head: str, base: str, *, title: str = "A change", user: str = "octocat"
+    ) -> int:
+        """A pull request by ``user`` from ``head`` into ``base`` (both branches of ``full_name``)."""
+        with self._lock:
+            r = self.repos[full_name]
+            head_sha, base_sha = self.branch_sha(full_name, head), self.branch_sha(full_name, base)
+            if head_sha is None or base_sha is None:
+                raise KeyError(f"{full_name}: no branch {head if head_sha is None else base}")
+            number = self._next_number(r)
+            self.add_user(user)
+            url = f"{self.base_url}/{full_name}/pull/{number}"
+            r.issues[number] = {
+                "id": next(self._ids),
+                "number": number,
+                "title": title,
+                "body": "",
+                "state": "open",
+                "labels": [],
+                "user": self._user_json(user),
+                "html_url": url,
+                "pull_request": {"url": f"{self.api_url}/repos/{full_name}/pulls/{number}"},
+            }
+            repo_ref = {"full_name": full_name}
+            r.pulls[number] = {
+                "id": next(self._ids),
+                "number": number,
+                "state": "open",
+                "title": title,
+                "body": "",
+                "draft": False,
+                "user": self._user_json(user),
+                "html_url": url,
+                "head": {"ref": head, "sha": head_sha, "label": f"{r.owner}:{head}", "repo": repo_ref},
+                "base": {"ref": base, "sha": base_sha, "label": f"{r.owner}:{base}", "repo": repo_ref},
+                "merged": False,
+            }
+            return number
+
+    def reviews_on(self, full_name: str, number: int) -> list[dict[str, Json]]:
+        """The reviews posted on pull request ``number`` (with their ``comments``)."""
+        return list(self.reviews.get((full_name, number), []))
 
     # --- git plumbing ----------------------------------------------------------------------------
 
@@ -1015,6 +1069,30 @@ class GitHubDouble:
             ),
             (
                 "GET",
+                repo + r"/pulls/(?P<number>\d+)/files",
+                self._list_pull_files,
+                "token",
+                (("pull_requests", "read"),),
+                ("per_page", "page"),
+            ),
+            (
+                "GET",
+                repo + r"/pulls/(?P<number>\d+)/reviews",
+                self._list_reviews,
+                "token",
+                (("pull_requests", "read"),),
+                ("per_page", "page"),
+            ),
+            (
+                "POST",
+                repo + r"/pulls/(?P<number>\d+)/reviews",
+                self._create_review,
+                "token",
+                (("pull_requests", "write"),),
+                (),
+            ),
+            (
+                "GET",
                 repo + r"/issues/(?P<number>\d+)",
                 self._get_issue,
                 "token",
@@ -1126,7 +1204,9 @@ class GitHubDouble:
             if git:
                 status, headers, body = self._handle_git(req, git["owner"], git["repo"], git["rest"])
                 self.requests.append(
-                    RequestRecord(req.method, req.path, req.raw_query, status, req.auth.kind)
+                    RequestRecord(
+                        req.method, req.path, req.raw_query, status, req.auth.kind, raw_path=req.path
+                    )
                 )
                 return status, headers, body
             try:
@@ -1138,7 +1218,8 @@ class GitHubDouble:
                 status, payload, headers = reply.status, reply.body, reply.headers
             except _Reply as reply:
                 status, payload, headers = reply.status, reply.body, reply.headers
-            path = req.path[len(API_PREFIX) :] if req.path.startswith(API_PREFIX) else req.path
+            prefix = self.api_prefix
+            path = req.path[len(prefix) :] if prefix and req.path.startswith(prefix + "/") else req.path
             self.requests.append(
                 RequestRecord(
                     req.method,
@@ -1147,6 +1228,7 @@ class GitHubDouble:
                     status,
                     req.auth.kind,
                     req.headers.get("x-github-api-version"),
+                    raw_path=req.path,
                 )
             )
             if isinstance(payload, bytes | str):
@@ -1164,8 +1246,8 @@ class GitHubDouble:
             return self._dispatch_web(req)
         if req.path.startswith("/_blobs/"):
             path = req.path
-        elif req.path.startswith(API_PREFIX + "/"):
-            path = req.path[len(API_PREFIX) :]
+        elif req.path.startswith(self.api_prefix + "/"):
+            path = req.path[len(self.api_prefix) :]
         else:
             raise _Unexpected(404, {"message": "Not Found (outside the API prefix)"})
         matched = [(route, m) for route in self._routes if (m := route.pattern.match(path))]
@@ -1836,6 +1918,110 @@ class GitHubDouble:
         if pull is None:
             raise _Reply(404, {"message": "Not Found"})
         return 200, self._pull_json(r, pull)
+
+    def _pull_patches(self, r: Repo, pull: Mapping[str, Json]) -> dict[str, tuple[str, str]]:
+        """``path -> (status, patch)`` of the pull request's diff (three-dot: from the merge base)."""
+        head = self.branch_sha(r.full_name, pull["head"]["ref"]) or pull["head"]["sha"]
+        base = self.branch_sha(r.full_name, pull["base"]["ref"]) or pull["base"]["sha"]
+        merge_base = self._git(r.path, "merge-base", base, head).strip()
+        out: dict[str, tuple[str, str]] = {}
+        for line in self._git(r.path, "diff", "--name-status", "--no-renames", merge_base, head).splitlines():
+            code, _, path = line.partition("\t")
+            text = self._git(r.path, "diff", "--no-color", "-U3", merge_base, head, "--", path)
+            at = text.find("\n@@")
+            status = {"A": "added", "D": "removed"}.get(code[:1], "modified")
+            out[path] = (status, text[at + 1 :] if at >= 0 else "")
+        return out
+
+    def _list_pull_files(
+        self, req: _Request, owner: str, repo: str, number: str
+    ) -> tuple[int, Json, dict[str, str]]:
+        r = self._repo(owner, repo)
+        pull = r.pulls.get(int(number))
+        if pull is None:
+            raise _Reply(404, {"message": "Not Found"})
+        files = [
+            {"filename": path, "status": status, "patch": patch}
+            for path, (status, patch) in sorted(self._pull_patches(r, pull).items())
+        ]
+        page, headers = self._paginate(req, files)
+        return 200, page, headers
+
+    def _list_reviews(
+        self, req: _Request, owner: str, repo: str, number: str
+    ) -> tuple[int, Json, dict[str, str]]:
+        r = self._repo(owner, repo)
+        if int(number) not in r.pulls:
+            raise _Reply(404, {"message": "Not Found"})
+        reviews = [
+            {k: v for k, v in rv.items() if k != "comments"}
+            for rv in self.reviews_on(r.full_name, int(number))
+        ]
+        page, headers = self._paginate(req, reviews)
+        return 200, page, headers
+
+    def _create_review(self, req: _Request, owner: str, repo: str, number: str) -> tuple[int, Json]:
+        body = req.json()
+        _validate(body, allowed={"commit_id": str, "body": str, "event": str, "comments": list})
+        r = self._repo(owner, repo)
+        pull = r.pulls.get(int(number))
+        if pull is None:
+            raise _Reply(404, {"message": "Not Found"})
+        if body.get("event") != "COMMENT":
+            raise _Unexpected(422, {"message": "ARCS only leaves COMMENT reviews"})
+        commit = body.get("commit_id")
+        if commit is not None and not self.has_commit(r.full_name, commit):
+            raise _Unexpected(
+                422, {"message": "Validation Failed", "errors": ["commit_id is not part of the pull request"]}
+            )
+        ranges: dict[str, list[tuple[int, int]]] = {}
+        for path, (_status, patch) in self._pull_patches(r, pull).items():
+            for m in re.finditer(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", patch, re.MULTILINE):
+                start, count = int(m.group(1)), int(m.group(2) or 1)
+                ranges.setdefault(path, []).append((start, start + count - 1))
+        comments = body.get("comments") or []
+        for item in comments:
+            if not isinstance(item, dict):
+                raise _Unexpected(422, {"message": "comments[] must be objects"})
+            _validate(
+                item,
+                allowed={
+                    "path": str,
+                    "body": str,
+                    "line": int,
+                    "side": str,
+                    "start_line": int,
+                    "start_side": str,
+                },
+                required=("path", "body", "line"),
+            )
+            line, start = item["line"], item.get("start_line", item["line"])
+            if (
+                item.get("side", "RIGHT") != "RIGHT"
+                or item.get("start_side", "RIGHT") != "RIGHT"
+                or start > line
+            ):
+                raise _Unexpected(422, {"message": "Validation Failed", "errors": ["bad side or line range"]})
+            if not any(a <= start and line <= b for a, b in ranges.get(item["path"], [])):
+                raise _Unexpected(
+                    422,
+                    {
+                        "message": "Validation Failed",
+                        "errors": ["Pull request review thread line must be part of the diff"],
+                    },
+                )
+        rid = next(self._ids)
+        review = {
+            "id": rid,
+            "user": self._user_json(self.bot_login),
+            "body": body.get("body") or "",
+            "state": "COMMENTED",
+            "commit_id": commit or pull["head"]["sha"],
+            "html_url": f"{self.base_url}/{r.full_name}/pull/{number}#pullrequestreview-{rid}",
+            "comments": [dict(item) for item in comments],
+        }
+        self.reviews.setdefault((r.full_name, int(number)), []).append(review)
+        return 200, {k: v for k, v in review.items() if k != "comments"}
 
     def _update_pull(self, req: _Request, owner: str, repo: str, number: str) -> tuple[int, Json]:
         body = req.json()
