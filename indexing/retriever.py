@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol, runtime_checkable
@@ -85,6 +85,10 @@ _CALLABLE_KINDS = frozenset({"function", "method"})
 _MAX_CALLEES = 12
 
 Vector = npt.NDArray[np.float32]
+
+Expander = Callable[[Vector | None, SparseVec | None, StoreFilter, Sequence[str], Sequence[str]], int]
+"""Lazy mode's hook (:meth:`indexing.lazy.LazyExpander.before_query`): embeds the chunks a query is
+likely to rank before the dense stage runs; args: dense, sparse, filter, hinted paths, symbols."""
 
 
 @runtime_checkable
@@ -171,6 +175,7 @@ class HybridRetriever:
         candidates: int = 50,
         dir_beam: int = 3,
         file_beam: int = 6,
+        expander: Expander | None = None,
     ) -> None:
         self.store = store
         self.collection = collection
@@ -181,6 +186,7 @@ class HybridRetriever:
         self.candidates = candidates
         self.dir_beam = dir_beam
         self.file_beam = file_beam
+        self.expander = expander
 
     # -- query vectors ---------------------------------------------------------------------------
 
@@ -192,6 +198,15 @@ class HybridRetriever:
         sparse = query_vector(text) if query.mode in ("sparse", "hybrid") else None
         return dense, sparse
 
+    def _expand(self, query: Query, dense: Vector | None, sparse: SparseVec | None, flt: StoreFilter) -> None:
+        """Lazy mode: embed what this query may rank before ranking (no-op when all is embedded)."""
+        if self.expander is None or (dense is None and query.mode != "hybrid"):
+            return  # a sparse-only query needs no chunk vectors
+        hint_paths = list(dict.fromkeys(p for p, _ in self._hints(query)))
+        symbols = tuple(query.symbols) or query_symbols(query.text)
+        # The lexical vector steers the expansion even for a dense-only query.
+        self.expander(dense, sparse or query_vector(query.text), flt, hint_paths, symbols)
+
     # -- public API ------------------------------------------------------------------------------
 
     def search(self, query: Query) -> list[SearchHit]:
@@ -200,6 +215,7 @@ class HybridRetriever:
             return []
         flt = store_filter(query.filters)
         dense, sparse = self._vectors(query)
+        self._expand(query, dense, sparse, flt)
         limit = max(self.candidates, 4 * query.k)
         hits = self.store.query(self.collection, dense=dense, sparse=sparse, flt=flt, limit=limit)
         return self._rank(query, hits, flt, dense, {})
@@ -218,6 +234,7 @@ class HybridRetriever:
         dense, sparse = self._vectors(query)
         if dense is None and sparse is None and not query.hints:
             return []
+        self._expand(query, dense, sparse, flt)  # before the walk: it may complete the tree
         scope_reasons: dict[str, str] = {}
         frontier: list[str] = [flt.prefix or ""]
         if flt.prefix and flt.prefix in self.known_paths:
@@ -246,6 +263,7 @@ class HybridRetriever:
             # No tree (or nothing scored): fall back to the flat search rather than return nothing.
             return self.search(query)
         scoped = dataclasses.replace(flt, within=tuple(sorted(scope_reasons)))
+        self._expand(query, dense, sparse, scoped)
         limit = max(self.candidates, 4 * query.k)
         hits = self.store.query(self.collection, dense=dense, sparse=sparse, flt=scoped, limit=limit)
         return self._rank(query, hits, scoped, dense, scope_reasons)

@@ -23,6 +23,7 @@ import warnings
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -84,12 +85,22 @@ class StoreFilter:
 
 @dataclass(frozen=True, slots=True)
 class PointData:
-    """One point to write: id, unit dense vector, sparse vector and payload."""
+    """One point to write: id, unit dense vector, sparse vector and payload.
+
+    An all-zero (or empty) ``dense`` means *no dense vector yet* (lazy indexing): the point is
+    stored without one, takes part in sparse and filtered reads only, and gets its vector later
+    through :meth:`QdrantStore.set_dense`.
+    """
 
     id: str
     dense: Vector
     sparse: SparseVec
     payload: Mapping[str, Any]
+
+    @property
+    def has_dense(self) -> bool:
+        """Whether the point carries a dense vector."""
+        return bool(np.any(np.asarray(self.dense)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +176,7 @@ class _Compiled:
     ids: list[str]
     payloads: list[Mapping[str, Any]]
     dense: Vector
+    has_dense: npt.NDArray[np.bool_]
     terms: npt.NDArray[np.int64]
     term_rows: npt.NDArray[np.int64]
     term_vals: npt.NDArray[np.float32]
@@ -204,8 +216,9 @@ class _Mirror:
         symbol_rows: dict[str, list[int]] = {}
         for row, p in enumerate(points):
             vec = np.asarray(p.dense, dtype=np.float32)
-            norm = float(np.linalg.norm(vec))
-            dense[row] = vec / norm if norm > 0 else vec
+            norm = float(np.linalg.norm(vec)) if vec.size else 0.0
+            if norm > 0:
+                dense[row] = vec / norm
             if len(p.sparse):
                 term_parts.append(np.asarray(p.sparse.indices, dtype=np.int64))
                 row_parts.append(np.full(len(p.sparse), row, dtype=np.int64))
@@ -225,6 +238,7 @@ class _Mirror:
             ids=[p.id for p in points],
             payloads=[p.payload for p in points],
             dense=dense,
+            has_dense=np.linalg.norm(dense, axis=1) > 0 if len(points) else np.zeros(0, dtype=np.bool_),
             terms=terms[order],
             term_rows=term_rows[order],
             term_vals=term_vals[order],
@@ -278,7 +292,7 @@ class _Mirror:
         scores: npt.NDArray[np.float32] = np.asarray(
             c.dense @ (q / norm if norm > 0 else q), dtype=np.float32
         )
-        return _top_rows(scores, mask, limit), scores
+        return _top_rows(scores, mask & c.has_dense, limit), scores
 
     @staticmethod
     def sparse_scores(
@@ -322,12 +336,15 @@ def _payload_dict(payload: Mapping[str, Any]) -> dict[str, Any]:
 class QdrantStore:
     """A Qdrant client plus the collection operations the index needs. Close it (or use ``with``)."""
 
-    def __init__(self, client: QdrantClient, *, local: bool, accelerate: bool = True) -> None:
-        self.client = client
+    def __init__(self, client: QdrantClient | None, *, local: bool, accelerate: bool = True) -> None:
+        self._client = client
         self.local = local
         self.accelerate = accelerate and local
         self._mirrors: dict[str, _Mirror] = {}
         self._local_dbs: dict[str, sqlite3.Connection | None] = {}
+        self.where = ""
+        """The server URL or folder (for messages)."""
+        self.closed = False
 
     @classmethod
     def open(cls, settings: Settings, *, accelerate: bool = True) -> QdrantStore:
@@ -335,14 +352,26 @@ class QdrantStore:
 
         A folder locked by another process, or an unreachable server, is a :class:`ConfigError`.
         """
+        return cls.open_at(
+            url=settings.qdrant_url,
+            path=settings.qdrant_path,
+            api_key=settings.qdrant_api_key,
+            accelerate=accelerate,
+        )
+
+    @classmethod
+    def open_at(
+        cls, *, url: str | None, path: Path, api_key: str | None = None, accelerate: bool = True
+    ) -> QdrantStore:
+        """:meth:`open` from plain values: a server ``url``, else the embedded store in ``path``."""
         kwargs: dict[str, Any]
-        if settings.qdrant_url:
-            kwargs = {"url": settings.qdrant_url, "api_key": settings.qdrant_api_key}
-            where = settings.qdrant_url
+        if url:
+            kwargs = {"url": url, "api_key": api_key}
+            where = url
         else:
-            settings.qdrant_path.mkdir(parents=True, exist_ok=True)
-            kwargs = {"path": str(settings.qdrant_path)}
-            where = str(settings.qdrant_path)
+            path.mkdir(parents=True, exist_ok=True)
+            kwargs = {"path": str(path)}
+            where = str(path)
         try:
             with warnings.catch_warnings():
                 # Embedded mode warns past 20k points; reads here go through the mirror instead.
@@ -354,14 +383,17 @@ class QdrantStore:
             _close_half_open_lock(exc)
             if "already accessed" in str(exc):
                 raise ConfigError(
-                    f"the Qdrant folder {where} is in use by another process "
-                    "(wait for it, or set ARCS_QDRANT_URL to share a Qdrant server)"
+                    f"the Qdrant folder {where} is in use by another process: the embedded store admits "
+                    "one process at a time (wait for it, query with `arcs search --no-refresh`, which "
+                    "reads the index snapshot without the lock, or set ARCS_QDRANT_URL to share a "
+                    "Qdrant server between processes)"
                 ) from exc
             raise ConfigError(f"cannot open the Qdrant store at {where}: {exc}") from exc
         except OSError as exc:
             raise ConfigError(f"cannot open the Qdrant store at {where}: {exc}") from exc
-        store = cls(client, local=not settings.qdrant_url, accelerate=accelerate)
-        if settings.qdrant_url:
+        store = cls(client, local=not url, accelerate=accelerate)
+        store.where = where
+        if url:
             try:
                 client.get_collections()
             except Exception as exc:
@@ -369,11 +401,46 @@ class QdrantStore:
                 raise ConfigError(f"cannot reach Qdrant at {where}: {' '.join(str(exc).split())}") from exc
         return store
 
+    @classmethod
+    def from_snapshot(cls, collections: Mapping[str, tuple[int, Iterable[PointData]]]) -> QdrantStore:
+        """A read-only store answering from in-memory mirrors of ``collections`` (name -> (dim,
+        points); see :mod:`indexing.snapshot`), with no Qdrant client and so no folder lock.
+
+        Writes raise, except :meth:`set_dense`, which updates the mirror only (lazy expansion in a
+        read-only process: the vectors come from the embedding cache or the model, and are simply
+        not persisted by this process).
+        """
+        store = cls(None, local=True, accelerate=True)
+        for name, (dim, points) in collections.items():
+            mirror = _Mirror(dim)
+            mirror.upsert(points)
+            store._mirrors[name] = mirror
+        return store
+
+    @property
+    def client(self) -> QdrantClient:
+        """The Qdrant client (a snapshot store has none)."""
+        if self._client is None:
+            raise RuntimeError("this store is a read-only snapshot: it has no Qdrant client")
+        return self._client
+
+    @property
+    def read_only(self) -> bool:
+        """True for a snapshot store (:meth:`from_snapshot`)."""
+        return self._client is None
+
+    def points(self, name: str) -> tuple[int, list[PointData]]:
+        """Dense dimension and every point of the collection (from the mirror), for a snapshot."""
+        mirror = self._mirror(name)
+        return mirror.dim, list(mirror.rows.values())
+
     def close(self) -> None:
         """Release the client (and the embedded store's folder lock)."""
         self._mirrors.clear()
         self._local_dbs.clear()
-        self.client.close()
+        self.closed = True
+        if self._client is not None:
+            self._client.close()
 
     def _fast_writes(self, name: str) -> None:
         """Embedded mode: stop the per-point fsync of Qdrant's collection database.
@@ -385,7 +452,7 @@ class QdrantStore:
         The connection is reached through the client's internals; if they change, writes simply
         stay slow.
         """
-        if not self.local or name in self._local_dbs:
+        if not self.local or name in self._local_dbs or self._client is None:
             return
         db: sqlite3.Connection | None = None
         collections = getattr(getattr(self.client, "_client", None), "collections", None)
@@ -416,10 +483,14 @@ class QdrantStore:
 
     def exists(self, name: str) -> bool:
         """Whether the collection exists."""
+        if self._client is None:
+            return name in self._mirrors
         return bool(self.client.collection_exists(name))
 
     def dense_dim(self, name: str) -> int | None:
         """Size of the collection's dense vector, None when it has none."""
+        if self._client is None:
+            return self._mirrors[name].dim if name in self._mirrors else None
         info = self.client.get_collection(name)
         vectors = info.config.params.vectors
         if isinstance(vectors, Mapping) and DENSE in vectors:
@@ -463,22 +534,16 @@ class QdrantStore:
 
     def upsert(self, name: str, points: Sequence[PointData]) -> None:
         """Insert or replace points, in batches."""
+        if self._client is None:
+            self._mirror(name).upsert(points)  # a snapshot store: in memory only (see from_snapshot)
+            return
         self._fast_writes(name)
         for start in range(0, len(points), UPSERT_BATCH):
             batch = points[start : start + UPSERT_BATCH]
             self.client.upsert(
                 name,
                 points=[
-                    models.PointStruct(
-                        id=p.id,
-                        vector={
-                            DENSE: np.asarray(p.dense, dtype=np.float32).tolist(),
-                            SPARSE: models.SparseVector(
-                                indices=list(p.sparse.indices), values=list(p.sparse.values)
-                            ),
-                        },
-                        payload=_payload_dict(p.payload),
-                    )
+                    models.PointStruct(id=p.id, vector=_vectors_of(p), payload=_payload_dict(p.payload))
                     for p in batch
                 ],
                 wait=True,
@@ -486,6 +551,36 @@ class QdrantStore:
             mirror = self._mirrors.get(name)
             if mirror is not None:
                 mirror.upsert(batch)
+
+    def set_dense(self, name: str, vectors: Mapping[str, Vector]) -> None:
+        """Give existing points their dense vector and drop their ``lazy`` payload flag."""
+        if not vectors:
+            return
+        if self.accelerate:
+            mirror = self._mirror(name)
+            points = []
+            for pid, vec in vectors.items():
+                old = mirror.rows.get(pid)
+                if old is not None:
+                    payload = {k: v for k, v in old.payload.items() if k != "lazy"}
+                    points.append(PointData(pid, np.asarray(vec, dtype=np.float32), old.sparse, payload))
+            self.upsert(name, points)
+            return
+        self._fast_writes(name)
+        ids: list[models.ExtendedPointId] = list(vectors)
+        for start in range(0, len(ids), UPSERT_BATCH):
+            part = ids[start : start + UPSERT_BATCH]
+            self.client.update_vectors(
+                name,
+                points=[
+                    models.PointVectors(
+                        id=pid, vector={DENSE: np.asarray(vectors[str(pid)], dtype=np.float32).tolist()}
+                    )
+                    for pid in part
+                ],
+                wait=True,
+            )
+            self.client.delete_payload(name, keys=["lazy"], points=part, wait=True)
 
     def delete_ids(self, name: str, ids: Collection[str]) -> None:
         """Delete points by id (missing ids are ignored)."""
@@ -535,6 +630,8 @@ class QdrantStore:
     def _mirror(self, name: str) -> _Mirror:
         mirror = self._mirrors.get(name)
         if mirror is None:
+            if self._client is None:
+                raise KeyError(f"collection {name!r} is not in this snapshot")
             dim = self.dense_dim(name) or 0
             mirror = _Mirror(dim)
             mirror.upsert(self._scroll_points(name))
@@ -559,6 +656,43 @@ class QdrantStore:
                 yield PointData(id=str(rec.id), dense=dense, sparse=sparse, payload=rec.payload or {})
             if offset is None:
                 return
+
+    def missing_dense(
+        self, name: str, flt: StoreFilter | None = None, *, limit: int = 10**9
+    ) -> list[StoredHit]:
+        """Points (matching ``flt``) that have no dense vector yet, at most ``limit``."""
+        if flt is not None and flt.matches_nothing():
+            return []
+        if self.accelerate:
+            mirror = self._mirror(name)
+            c = mirror.compile()
+            rows = np.flatnonzero(mirror.mask(c, flt) & ~c.has_dense)[:limit]
+            return [StoredHit(c.ids[r], 0.0, c.payloads[r], None) for r in rows]
+        lazy = models.FieldCondition(key="lazy", match=models.MatchValue(value=True))
+        qfilter = _qdrant_filter(flt) or models.Filter(must=[])
+        qfilter = models.Filter(must=[*(qfilter.must or []), lazy])
+        out: list[StoredHit] = []
+        offset: models.ExtendedPointId | None = None
+        while len(out) < limit:
+            records, offset = self.client.scroll(
+                name,
+                scroll_filter=qfilter,
+                limit=min(1024, limit - len(out)),
+                offset=offset,
+                with_payload=True,
+                with_vectors=False,
+            )
+            out.extend(StoredHit(str(r.id), 0.0, r.payload or {}, None) for r in records)
+            if offset is None:
+                break
+        return out
+
+    def count_missing_dense(self, name: str) -> int:
+        """Number of points without a dense vector (embedded mode: from the mirror, instantly)."""
+        if self.accelerate:
+            c = self._mirror(name).compile()
+            return int(len(c.ids) - int(np.count_nonzero(c.has_dense)))
+        return len(self.missing_dense(name))
 
     def count(self, name: str) -> int:
         """Number of points in the collection."""
@@ -591,7 +725,10 @@ class QdrantStore:
             c = mirror.compile()
             rows = np.flatnonzero(mirror.mask(c, flt))[:limit]
             return [
-                StoredHit(c.ids[r], 0.0, c.payloads[r], c.dense[r] if with_vectors else None) for r in rows
+                StoredHit(
+                    c.ids[r], 0.0, c.payloads[r], c.dense[r] if with_vectors and c.has_dense[r] else None
+                )
+                for r in rows
             ]
         out: list[StoredHit] = []
         offset: models.ExtendedPointId | None = None
@@ -679,7 +816,10 @@ class QdrantStore:
         else:
             rows, scores = ranked[0]
             scored = [(r, float(scores[r])) for r in rows]
-        return [StoredHit(c.ids[r], score, c.payloads[r], c.dense[r]) for r, score in scored]
+        return [
+            StoredHit(c.ids[r], score, c.payloads[r], c.dense[r] if c.has_dense[r] else None)
+            for r, score in scored
+        ]
 
 
 def _close_half_open_lock(exc: BaseException) -> None:
@@ -692,6 +832,16 @@ def _close_half_open_lock(exc: BaseException) -> None:
         if handle is not None and hasattr(handle, "close") and not getattr(handle, "closed", True):
             handle.close()
         tb = tb.tb_next
+
+
+def _vectors_of(p: PointData) -> dict[str, Any]:
+    """Qdrant's named vectors of a point (no dense entry while it has none: lazy indexing)."""
+    out: dict[str, Any] = {
+        SPARSE: models.SparseVector(indices=list(p.sparse.indices), values=list(p.sparse.values))
+    }
+    if p.has_dense:
+        out[DENSE] = np.asarray(p.dense, dtype=np.float32).tolist()
+    return out
 
 
 def _dense_of(vector: Any) -> Vector | None:

@@ -458,6 +458,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     out = args.out or RESULTS_DIR / "indexing.json"
     out.parent.mkdir(parents=True, exist_ok=True)
+    if out.exists():  # keep what the real-tree and thread benchmarks stored in the same file
+        previous = json.loads(out.read_text(encoding="utf-8"))
+        report = {**{k: previous[k] for k in ("real_trees", "threads") if k in previous}, **report}
     out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     print()
     print(render_tables(report))

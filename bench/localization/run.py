@@ -210,9 +210,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--embedder", choices=("minilm", "hash"), default="minilm")
+    parser.add_argument("--embedder", choices=("onnx", "onnx-int8", "minilm", "hash"), default="minilm")
+    parser.add_argument(
+        "--mode", choices=("eager", "lazy"), default="eager", help="index mode (lazy: bodies on demand)"
+    )
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
+    parser.add_argument("--max-tokens", type=int, default=128, help="model token window (default 128)")
     parser.add_argument("--only", nargs="*", default=None, help="run only these case ids")
     parser.add_argument("--cases", type=Path, default=CASES_FILE)
     parser.add_argument("--out", type=Path, default=None, help="default: bench/results/localization.json")
@@ -226,8 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     prepare_process(args.threads)
 
     from bot.settings import load_settings
-    from indexing.embed import make_embedder
     from indexing.index import RepoIndex
+    from indexing.registry import make_embedder
 
     load_start = list(os.getloadavg())
     cases = load_cases(args.cases)
@@ -240,7 +244,15 @@ def main(argv: list[str] | None = None) -> int:
     index_stats: dict[str, dict[str, Any]] = {}
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="arcs-bench-loc-") as tmp:
-        settings = load_settings({"ARCS_HOME": str(Path(tmp) / "home"), "ARCS_EMBEDDER": args.embedder})
+        settings = load_settings(
+            {
+                "ARCS_HOME": str(Path(tmp) / "home"),
+                "ARCS_EMBEDDER": args.embedder,
+                "ARCS_INDEX_MODE": args.mode,
+                "ARCS_EMBED_THREADS": str(args.threads),
+                "ARCS_EMBED_MAX_TOKENS": str(args.max_tokens),
+            }
+        )
         embedder = make_embedder(settings)  # one model load for all repositories
         try:
             for repo in repos:
@@ -252,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
                         "files": stats.files,
                         "chunks": stats.chunks,
                         "embedded": stats.embedded,
+                        "deferred": getattr(stats, "deferred", 0),
                         "seconds": round(stats.seconds, 3),
                     }
                     print(
@@ -291,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
         "date": today(),
         "command": " ".join(["python -m bench.localization.run", *(sys.argv[1:] if argv is None else argv)]),
         "embedder": args.embedder,
+        "mode": args.mode,
+        "max_tokens": args.max_tokens,
         "k": args.k,
         "machine": machine_info(),
         "threads": args.threads,
@@ -336,7 +351,8 @@ def render_report(report: dict[str, Any]) -> str:
     kinds = ", ".join(f"{n} {kd}" for kd, n in corpus["by_kind"].items())
     load = f"{report['load_average_start'][0]:.1f} -> {report['load_average_end'][0]:.1f}"
     head = (
-        f"Run {report['date']}: `{report['command']}`, embedder {report['embedder']}, k={report['k']}; "
+        f"Run {report['date']}: `{report['command']}`, embedder {report['embedder']}, "
+        f"index mode {report.get('mode', 'eager')}, k={report['k']}; "
         f"{m['cpu']}, {m['cpus_available']} CPUs, torch threads {report['threads']}, CPU only, "
         f"1-min load average {load} (other jobs shared the machine). {corpus['cases']} cases ({kinds}) over "
         f"{len(corpus['repos'])} repositories; indexing + all queries took {report['seconds_total']} s, "

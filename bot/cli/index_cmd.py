@@ -24,6 +24,18 @@ def register(
     )
     p_index.add_argument("path", metavar="PATH", help="the repository (any path inside its work tree)")
     p_index.add_argument("--full", action="store_true", help="rebuild from scratch (embeddings stay cached)")
+    p_index.add_argument(
+        "--mode",
+        choices=("eager", "lazy"),
+        default=None,
+        help="eager: embed every chunk now; lazy: sparse + structure now, chunk bodies on demand "
+        "(default: ARCS_INDEX_MODE)",
+    )
+    p_index.add_argument(
+        "--fill",
+        action="store_true",
+        help="after refreshing, embed every chunk body a lazy index deferred (the background fill)",
+    )
     p_index.set_defaults(handler=run_index)
 
     p_search = sub.add_parser(
@@ -47,7 +59,12 @@ def register(
         metavar="FILE:LINE",
         help="a location to favour, e.g. from a traceback (repeatable)",
     )
-    p_search.add_argument("--no-refresh", action="store_true", help="query the index as it is")
+    p_search.add_argument(
+        "--no-refresh",
+        action="store_true",
+        help="query the index as it is (from its read snapshot when current: fast, and works while "
+        "another process holds the embedded Qdrant store)",
+    )
     p_search.set_defaults(handler=run_search)
 
 
@@ -67,17 +84,26 @@ def run_index(args: argparse.Namespace, ctx: Context) -> int:
     """Build or refresh the index and print what it did."""
     from indexing.index import RepoIndex
 
-    with RepoIndex.open(ctx.settings, Path(args.path)) as index:
+    filled = None
+    with RepoIndex.open(ctx.settings, Path(args.path), mode=args.mode) as index:
         stats = index.refresh(full=args.full)
+        if args.fill:
+            filled = index.fill()
     for warning in stats.warnings:
         ctx.out.info(f"warning: {warning}")
+    data = stats.as_dict()
+    if filled is not None:
+        data["fill"] = filled.as_dict()
+    deferred = filled.remaining if filled is not None else stats.deferred
     ctx.out.emit(
-        stats.as_dict(),
+        data,
         lambda: (
             f"indexed {stats.files} files, {stats.chunks} chunks "
             f"(embedded {stats.embedded}, cached {stats.cached}; changed {stats.changed_files}, "
             f"removed {stats.removed_files}) in {stats.seconds:.1f}s at {stats.commit[:12]}"
             + (" (full build)" if stats.full else "")
+            + (f"; filled {filled.embedded} in {filled.seconds:.1f}s" if filled is not None else "")
+            + (f"; {deferred} chunk bodies deferred (lazy)" if deferred else "")
         ),
     )
     if stats.unreadable:
@@ -128,8 +154,9 @@ def run_search(args: argparse.Namespace, ctx: Context) -> int:
         filters=SearchFilters(path_prefix=args.path_prefix, language=args.language, kind=args.kind),
         hints=hints,
     )
-    with RepoIndex.open(ctx.settings, Path(args.path)) as index:
-        if not args.no_refresh or index.load_manifest() is None:
+    # --no-refresh reads the index's snapshot when it is current: no Qdrant open, no folder lock.
+    with RepoIndex.open(ctx.settings, Path(args.path), read_only=args.no_refresh) as index:
+        if not index.store.read_only and (not args.no_refresh or index.load_manifest() is None):
             stats = index.refresh()
             for warning in stats.warnings:
                 ctx.out.info(f"warning: {warning}")

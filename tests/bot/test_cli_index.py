@@ -45,7 +45,7 @@ def test_index_prints_one_summary_line(
 
 
 def test_index_json_is_the_stats(repo: Path, settings: Settings, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["index", str(repo), "--json"], settings=settings) == 0
+    assert main(["index", str(repo), "--json", "--mode", "eager"], settings=settings) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["files"] == 3 and data["full"] is True
     assert data["embedded"] == data["chunks"] > 0
@@ -60,9 +60,23 @@ def test_index_json_is_the_stats(repo: Path, settings: Settings, capsys: pytest.
         "commit",
         "full",
     }
-    assert main(["index", str(repo), "--json", "--full"], settings=settings) == 0
+    assert main(["index", str(repo), "--json", "--full", "--mode", "eager"], settings=settings) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["full"] is True and again["embedded"] == 0 and again["cached"] == data["chunks"]
+
+
+def test_lazy_index_defers_chunk_bodies_until_fill(
+    repo: Path, settings: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["index", str(repo), "--json", "--mode", "lazy"], settings=settings) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["mode"] == "lazy" and data["deferred"] == data["chunks"] > 0
+    assert main(["index", str(repo), "--mode", "lazy", "--fill"], settings=settings) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and f"filled {data['chunks']} in " in out and "deferred" not in out
+    assert main(["index", str(repo), "--json", "--mode", "lazy", "--fill"], settings=settings) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["deferred"] == 0 and again["fill"]["embedded"] == 0 and again["fill"]["remaining"] == 0
 
 
 def test_search_json_is_exactly_the_hit_list(

@@ -11,7 +11,7 @@ from bot.settings import DEFAULT_EXCLUDES, load_settings
 def test_defaults_do_not_read_the_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ARCS_EMBEDDER", "hash")
     settings = load_settings({})
-    assert settings.embedder == "minilm"
+    assert settings.embedder == "onnx"
     assert settings.home == Path.home() / ".arcs"
     assert settings.qdrant_url is None
     assert settings.exclude == DEFAULT_EXCLUDES

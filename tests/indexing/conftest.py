@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bot.settings import Settings
+from bot.settings import Settings, load_settings
 from indexing.index import RepoIndex
 from tests.conftest import MakeRepo
 
@@ -135,6 +135,15 @@ class Square:
         return self.side * self.side
 ''',
 }
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """The shared fixture's settings (hash embedder, temporary home) with the *eager* index mode:
+    most index tests pin what a refresh writes; the lazy mode has its own tests (test_lazy.py)."""
+    return load_settings(
+        {"ARCS_HOME": str(tmp_path / "arcs-home"), "ARCS_EMBEDDER": "hash", "ARCS_INDEX_MODE": "eager"}
+    )
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ from indexing.embed import (
     HashEmbedder,
     MiniLMEmbedder,
     embedding_text,
-    make_embedder,
 )
 from indexing.model import Chunk
+from indexing.registry import make_embedder
 
 
 class CountingEmbedder:

@@ -46,7 +46,9 @@ def snapshot(index: RepoIndex) -> Snapshot:
 
 def clean_snapshot(repo: Path, tmp_path: Path, name: str) -> Snapshot:
     """The state a from-scratch build of ``repo`` produces (same repo id, separate ARCS_HOME)."""
-    other = load_settings({"ARCS_HOME": str(tmp_path / name), "ARCS_EMBEDDER": "hash"})
+    other = load_settings(
+        {"ARCS_HOME": str(tmp_path / name), "ARCS_EMBEDDER": "hash", "ARCS_INDEX_MODE": "eager"}
+    )
     index = RepoIndex.open(other, repo, repo_id=default_repo_id(repo))
     try:
         index.refresh()
@@ -193,7 +195,14 @@ def test_new_embedder_means_full_rebuild(sample_repo: Path, open_index: OpenInde
 
 def test_excluded_paths_are_not_indexed(make_repo: MakeRepo, tmp_path: Path) -> None:
     repo = make_repo({"keep.py": "def kept():\n    pass\n", "gen/skip.py": "def skipped():\n    pass\n"})
-    s = load_settings({"ARCS_HOME": str(tmp_path / "h"), "ARCS_EMBEDDER": "hash", "ARCS_EXCLUDE": "gen/"})
+    s = load_settings(
+        {
+            "ARCS_HOME": str(tmp_path / "h"),
+            "ARCS_EMBEDDER": "hash",
+            "ARCS_EXCLUDE": "gen/",
+            "ARCS_INDEX_MODE": "eager",
+        }
+    )
     with RepoIndex.open(s, repo) as index:
         index.refresh()
         assert paths_in(index) == {"keep.py"}
@@ -447,8 +456,10 @@ def test_changed_exclusions_or_ignore_rules_rediscover_the_tree(
     sample_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home = str(tmp_path / "home")
-    plain = load_settings({"ARCS_HOME": home, "ARCS_EMBEDDER": "hash"})
-    excluding = load_settings({"ARCS_HOME": home, "ARCS_EMBEDDER": "hash", "ARCS_EXCLUDE": "lib/"})
+    plain = load_settings({"ARCS_HOME": home, "ARCS_EMBEDDER": "hash", "ARCS_INDEX_MODE": "eager"})
+    excluding = load_settings(
+        {"ARCS_HOME": home, "ARCS_EMBEDDER": "hash", "ARCS_EXCLUDE": "lib/", "ARCS_INDEX_MODE": "eager"}
+    )
     (sample_repo / "scratch.py").write_text("def scratch():\n    return 0\n")  # untracked
     with RepoIndex.open(plain, sample_repo) as index:
         index.refresh()

@@ -197,7 +197,9 @@ def test_hits_serialise_to_the_public_shape(shop: RepoIndex) -> None:
 def test_real_minilm_index_and_search(sample_repo: Path, tmp_path: Path) -> None:
     from bot.settings import load_settings
 
-    settings = load_settings({"ARCS_HOME": str(tmp_path / "minilm-home"), "ARCS_EMBEDDER": "minilm"})
+    settings = load_settings(
+        {"ARCS_HOME": str(tmp_path / "minilm-home"), "ARCS_EMBEDDER": "minilm", "ARCS_INDEX_MODE": "eager"}
+    )
     with RepoIndex.open(settings, sample_repo) as index:
         stats = index.refresh()
         assert stats.embedded == stats.chunks > 0
