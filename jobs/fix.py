@@ -95,6 +95,8 @@ class FixRequest:
     """Failing tests the CI log names: preferred targets when they also fail in the sandbox."""
     hints: tuple[tuple[str, int], ...] = ()
     """``(path, line)`` the CI log points at: retrieval hints."""
+    apply_partial: bool = False
+    """With ``apply``: also apply a ``partial`` patch (``.arcs.yml`` ``open_pr_on_partial``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,8 +145,14 @@ def _git_head(repo: Path) -> str:
         return ""
 
 
-def _make_runner(settings: Settings, unsafe: bool, toolchains: tuple[Path, ...]) -> Runner:
-    """The runner the settings choose (``ARCS_RUNNER``…); ``unsafe`` (``--unsafe-no-sandbox``) wins."""
+def _make_runner(
+    settings: Settings, unsafe: bool, toolchains: tuple[Path, ...], setup_allow: tuple[str, ...] = ()
+) -> Runner:
+    """The runner the settings choose (``ARCS_RUNNER``…); ``unsafe`` (``--unsafe-no-sandbox``) wins.
+
+    ``setup_allow`` is the repository's ``.arcs.yml`` ``setup_network.allow``.
+    """
+    from runners.egress import EgressPolicy
     from runners.sandbox import make_runner
 
     return make_runner(
@@ -153,6 +161,7 @@ def _make_runner(settings: Settings, unsafe: bool, toolchains: tuple[Path, ...])
         kind=settings.runner,
         image=settings.runner_image,
         runtime=settings.runner_runtime,
+        setup_network=EgressPolicy.build(settings.setup_network, settings.setup_network_allow, setup_allow),
     )
 
 
@@ -238,7 +247,10 @@ def fix(
             hints=request.hints,
         )
     )
-    runner = runner or _make_runner(settings, request.unsafe_no_sandbox, request.toolchain_paths)
+    toolchains = (*request.toolchain_paths, *repo_toolchains(repo))
+    runner = runner or _make_runner(settings, request.unsafe_no_sandbox, toolchains, repo_config.setup_allow)
+    toolchain = describe_toolchain(runner, toolchains, repo, image=settings.runner_image)
+    notify(f"toolchain: {toolchain}")
     wants_index = request.use_index and any(t.k > 0 for t in tiers.tiers)
     notices: list[str] = []
 
@@ -254,6 +266,7 @@ def fix(
                 runner,
                 memory_mb=repo_config.memory_mb or 2048,
                 exclude=settings.exclude,
+                toolchain=toolchain,
             )
         )
         retriever: Retriever | None = None
@@ -287,7 +300,7 @@ def fix(
         }
         trace.llm_calls = [r.to_json() for r in recording.records] if recording is not None else []
 
-    will_apply = request.apply and result.fixed
+    will_apply = request.apply and (result.fixed or (request.apply_partial and result.verdict == "partial"))
     if will_apply:
         # The work tree is about to change: keep the base text of the touched files so that
         # `arcs replay` can rebuild the tree the run started from.
@@ -310,6 +323,35 @@ def fix(
             ) from exc
         applied = True
     return FixReport(result=result, trace_path=trace_path, applied=applied, repo=repo)
+
+
+def repo_toolchains(repo: Path) -> tuple[Path, ...]:
+    """The repository's own Python environment, when it has an obvious one (``.venv/`` or
+    ``venv/`` with a ``bin/python``): exposed read-only in the sandbox, its ``bin`` first on PATH."""
+    for name in (".venv", "venv"):
+        env = repo / name
+        if (env / "bin" / "python").exists() and (env / "pyvenv.cfg").is_file():
+            return (env.absolute(),)
+    return ()
+
+
+def describe_toolchain(
+    runner: object, toolchains: tuple[Path, ...], repo: Path, *, image: str | None = None
+) -> str:
+    """One line naming the toolchain the sandbox uses (printed and recorded in the trace)."""
+    import sys
+
+    name = str(getattr(runner, "name", "") or type(runner).__name__)
+    if name == "docker":
+        return f"docker: the runner image {image or '?'}"
+    parts = [
+        f"{path} (the repository's own environment)" if path.is_relative_to(repo) else str(path)
+        for path in toolchains
+    ]
+    parts.append(f"python {sys.version_info.major}.{sys.version_info.minor} ({sys.base_prefix})")
+    if (repo / "node_modules" / ".bin").is_dir():
+        parts.append("node_modules/.bin")
+    return f"{name}: " + ", ".join(parts)
 
 
 def _read_or_none(path: Path) -> str | None:
@@ -358,13 +400,14 @@ def replay(
         raise UsageError(f"replay: the recorded repository {base} is not a folder (pass --repo)")
     base = base.resolve()
     command = str(recorded.repo.get("test_command", "")) or None
-    resolved = resolve_test_command(base, explicit=command, config=load_repo_config(base))
+    base_config = load_repo_config(base)
+    resolved = resolve_test_command(base, explicit=command, config=base_config)
     records = load_records("".join(_jsonl(c) for c in recorded.llm_calls))
     replay_llm = ReplayLLM(records, model=recorded.model or None) if recorded.model else None
     proposer: Proposer = AnthropicProposer(replay_llm) if replay_llm is not None else TemplateProposer()
     retriever = RecordedRetriever(recorded) if recorded.index_snapshot else None
     config = LoopConfig.from_json(recorded.config)
-    runner = runner or _make_runner(settings, unsafe_no_sandbox, toolchain_paths)
+    runner = runner or _make_runner(settings, unsafe_no_sandbox, toolchain_paths, base_config.setup_allow)
     with contextlib.ExitStack() as stack:
         workbench = stack.enter_context(SandboxWorkbench(base, resolved, runner))
         digest = workbench.source().digest()
@@ -466,7 +509,9 @@ __all__ = [
     "LLMConfig",
     "RecordedInterrupt",
     "ReplayReport",
+    "describe_toolchain",
     "fix",
     "replay",
+    "repo_toolchains",
     "split_issue",
 ]

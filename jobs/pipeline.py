@@ -902,6 +902,67 @@ def _stopped(run: _Run, outcome: RepairOutcome, common: Mapping[str, Any], spend
     )
 
 
+def _environment(run: _Run, outcome: RepairOutcome, common: Mapping[str, Any]) -> str:
+    """The tests could not run at all (a missing command, runner or dependency, a failed setup):
+    ``environment``, with the one line that says what is missing and which ``.arcs.yml`` key fixes
+    it. Nothing was repaired and no model was called."""
+    hint = outcome.reason or "the tests could not run in the sandbox"
+    run.update(**common)
+    summary = repair_summary(run.attempt, fixed=False, reason=hint)
+    body = (
+        f"Attempt #{run.attempt.id}: the tests could not run in ARCS' sandbox, so nothing was repaired "
+        f"(no model was called): {_one_line(hint)}."
+    )
+    return run.finish(
+        "environment",
+        f"environment: {hint}",
+        title="ARCS could not run the tests",
+        body=body,
+        conclusion="neutral",
+        check=payloads.check_run_output("completed", summary, reason=hint),
+    )
+
+
+def _partial(run: _Run, outcome: RepairOutcome, common: Mapping[str, Any], spend: str) -> str:
+    """The targets pass but the command still fails on tests that already failed before:
+    ``partial``. A pull request only when ``.arcs.yml`` says ``open_pr_on_partial: true`` (then the
+    repair service applied the patch and ``outcome.files`` holds it); it says so plainly."""
+    reason = outcome.reason or "partial"
+    if outcome.files:
+        run.update(
+            status="partial",
+            reason=_one_line(reason),
+            patch=outcome.patch,
+            files=dict(outcome.files),
+            finished_at=run.deps.clock(),
+            **common,
+        )
+        run.tell(
+            "ARCS found a partial fix",
+            f"Attempt #{run.attempt.id} found a partial fix ({spend}): {_one_line(reason)}. "
+            "Opening a pull request, as `.arcs.yml` asks (`open_pr_on_partial`); CI will still fail.",
+            conclusion=None,
+            comment=False,
+        )
+        _enqueue_publish(run.deps, run.job, run.attempt)
+        set_outcome("partial")
+        log.info("attempt.finish", status="partial", verdict=outcome.verdict)
+        return "partial"
+    run.update(**common)
+    summary = repair_summary(run.attempt, fixed=False, reason=reason)
+    return run.finish(
+        "partial",
+        f"partial: {reason}",
+        title="ARCS found a partial fix (no pull request)",
+        body=f"Attempt #{run.attempt.id} found only a partial fix ({spend}): {_one_line(reason)}. "
+        "No pull request was opened: the test command would still fail (set `open_pr_on_partial: true` "
+        "in `.arcs.yml` to get one anyway).",
+        conclusion="neutral",
+        check=payloads.check_run_output("completed", summary, reason=reason),
+        patch=outcome.patch or None,
+    )
+
+
 def _record_outcome(run: _Run, outcome: RepairOutcome) -> str:
     common: dict[str, Any] = {
         "verdict": outcome.verdict,
@@ -936,6 +997,10 @@ def _record_outcome(run: _Run, outcome: RepairOutcome) -> str:
         return "fixed"
     if outcome.verdict == "interrupted":
         return _stopped(run, outcome, common, spend)
+    if outcome.verdict == "environment":
+        return _environment(run, outcome, common)
+    if outcome.verdict == "partial":
+        return _partial(run, outcome, common, spend)
     reason = outcome.reason or outcome.verdict
     if outcome.fixed:
         reason = f"the repair reported a fix but changed no file ({reason})"
@@ -1323,7 +1388,8 @@ def publish_result(deps: Deps, job: JobRequest, *, message_id: str | None = None
     bind_contextvars(attempt_id=str(attempt_id))
     store = deps.store
     attempt = store.get_attempt(attempt_id)
-    if attempt is None or attempt.status != "fixed" or not attempt.files:
+    # `partial` attempts carry files only when `.arcs.yml` asked for a pull request (open_pr_on_partial).
+    if attempt is None or attempt.status not in ("fixed", "partial") or not attempt.files:
         log.warning("publish.nothing", status=attempt.status if attempt else None)
         set_outcome("nothing_to_publish")
         return "nothing_to_publish"
@@ -1413,6 +1479,15 @@ def _is_issue(attempt: Attempt) -> bool:
     return attempt.trigger == "issue" or (attempt.trigger == "comment" and attempt.head_branch is None)
 
 
+def _verification_line(record: object) -> str:
+    """``python -m pytest -x: exit 0 in 1.2s (5 passed, 0 failed)`` from the trace summary."""
+    if not isinstance(record, Mapping) or not record.get("command"):
+        return ""
+    from jobs.repair.trace import verification_line
+
+    return verification_line(record)
+
+
 def repair_summary(
     attempt: Attempt, *, fixed: bool | None = None, reason: str | None = None
 ) -> payloads.RepairSummary:
@@ -1445,6 +1520,8 @@ def repair_summary(
         target_tests=tuple(str(t) for t in trace.get("target_tests") or ()),
         tests_before=_tally(trace.get("tests_before")),
         tests_after=_tally(trace.get("tests_after")),
+        pre_existing=tuple(str(t) for t in trace.get("pre_existing") or ()),
+        verification=_verification_line(trace.get("verification")),
         gates=gates,
         tokens=attempt.tokens or 0,
         cost_usd=attempt.cost_usd or 0.0,

@@ -189,6 +189,7 @@ class FixRepairService:
             failure_class=request.failure_class or "",
             ci_tests=request.test_ids,
             hints=request.locations,
+            apply_partial=config.open_pr_on_partial,
         )
 
     def run(self, request: RepairRequest) -> RepairOutcome:
@@ -236,7 +237,7 @@ def outcome_from_report(report: FixReport, request: RepairRequest) -> RepairOutc
 
     result = report.result
     files: Mapping[str, str | None] = {}
-    if result.fixed and report.applied:
+    if (result.fixed or result.verdict == "partial") and report.applied:
         paths = list(dict.fromkeys(edit.path for edit in result.edits))
         files = changed_files(report.repo, paths)
     targets = list(result.trace.reproduction.targets) or list(request.test_ids)
@@ -255,12 +256,15 @@ def outcome_from_report(report: FixReport, request: RepairRequest) -> RepairOutc
         "interrupt": dict(result.trace.interrupt) or None,
         "failure_class": request.failure_class,
         "failure_log": (request.failure_log or "")[:MAX_FAILURE_LOG_CHARS] or None,
+        "verification": dict(result.verification) or None,
+        "pre_existing": list(result.pre_existing),
+        "commands": dict(result.trace.commands) or None,
     }
     return RepairOutcome(
         verdict=str(result.verdict),
         fixed=bool(result.fixed),
         reason=result.reason,
-        patch=result.patch if result.fixed else "",
+        patch=result.patch if result.fixed or result.verdict == "partial" else "",
         files=files,
         explanation=result.explanation,
         tier=result.tiers[-1] if result.tiers else result.trace.tier_requested,

@@ -5,8 +5,11 @@ runner, parsed per-test results.
   to one long-lived scratch copy of the tree and restores the touched files from the original
   right after, so previewing costs no copy and nothing of a candidate survives into the next.
 - :meth:`SandboxWorkbench.run_tests` makes a fresh ephemeral copy per run, writes the change into
-  it, runs the resolved test command there (narrowed to the selected tests when the framework can)
-  and parses the results (:func:`runners.execute.run_in_workspace`). One call, one execution.
+  it, runs the *diagnosis* command there (the test command without its fail-fast flags,
+  :func:`runners.failfast.without_fail_fast`; narrowed to the selected tests when the framework
+  can) and parses the results (:func:`runners.execute.run_in_workspace`). One call, one execution.
+- :meth:`SandboxWorkbench.verify` runs the *exact* command as given (fail-fast flags included) the
+  same way: the final verification behind a ``fixed`` verdict.
 
 The user's work tree is only ever read.
 """
@@ -18,8 +21,10 @@ import hashlib
 import shutil
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from jobs.repair.edits import AppliedEdits, apply_edits
 from jobs.repair.model import Edit, Failure, Frame
@@ -27,6 +32,7 @@ from jobs.repair.workbench import TestOutcome
 from runners.base import Runner
 from runners.commands import ResolvedCommand
 from runners.execute import run_in_workspace
+from runners.failfast import without_fail_fast
 from runners.results import TestFailure, TestRun
 from runners.workspace import ephemeral_workspace
 
@@ -106,6 +112,7 @@ def to_outcome(run: TestRun, *, selected: bool) -> TestOutcome:
         skipped=tuple(r.id for r in run.results if r.outcome == "skipped"),
         selected=selected,
         command=run.command,
+        environment=run.environment,
     )
 
 
@@ -140,9 +147,15 @@ class SandboxWorkbench:
         memory_mb: int = 2048,
         env: Mapping[str, str] | None = None,
         exclude: Sequence[str] = (),
+        toolchain: str = "",
     ) -> None:
         self.repo = Path(repo).resolve()
-        self.command = command
+        self.exact = command
+        root = self.repo / command.workdir if command.workdir else self.repo
+        self.observation = without_fail_fast(command.command, command.framework, root=root)
+        self.command = replace(command, command=self.observation.command)
+        """The diagnosis command (fail-fast flags removed)."""
+        self.toolchain = toolchain
         self.runner = runner
         self.workspace_root = workspace_root
         self.memory_mb = memory_mb
@@ -175,6 +188,16 @@ class SandboxWorkbench:
         """The resolved command's framework ('' when unknown)."""
         return self.command.framework or ""
 
+    @property
+    def commands(self) -> dict[str, Any]:
+        """Which command diagnoses and which verifies (recorded in the trace)."""
+        return {
+            "diagnosis": self.command.command,
+            "verification": self.exact.command,
+            **{k: v for k, v in self.observation.to_dict().items() if k != "command"},
+            "toolchain": self.toolchain,
+        }
+
     def source(self) -> DirectorySource:
         """The base tree's indexable files (listed once)."""
         if self._source is None:
@@ -202,6 +225,15 @@ class SandboxWorkbench:
             narrowed = self.command.selecting(list(select))
             if narrowed is not None:
                 resolved, selected = narrowed, True
+        return self._run(change, resolved, selected=selected, timeout_s=timeout_s)
+
+    def verify(self, change: AppliedEdits | None, *, timeout_s: float) -> TestOutcome:
+        """Run the exact command as given on base + ``change`` in a fresh copy (never raises for test trouble)."""
+        return self._run(change, self.exact, selected=False, timeout_s=timeout_s)
+
+    def _run(
+        self, change: AppliedEdits | None, resolved: ResolvedCommand, *, selected: bool, timeout_s: float
+    ) -> TestOutcome:
         self.runs += 1
         with ephemeral_workspace(self.repo, root=self.workspace_root) as ws:
             if change is not None:

@@ -26,6 +26,8 @@ class Execution:
     """True when stdout or stderr hit the output cap (a marker line is appended to the text)."""
     artifacts: Mapping[str, str] = field(default_factory=dict)
     """Small files the command produced that the caller asked for (e.g. JUnit XML), by relative path."""
+    hang: str = ""
+    """On a timeout: the processes that were still running at the deadline (one line), else ''."""
 
     @property
     def ok(self) -> bool:

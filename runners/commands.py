@@ -47,6 +47,8 @@ BASE_ENV: Mapping[str, str] = {
     "PYTHONDONTWRITEBYTECODE": "1",
     "CARGO_TERM_COLOR": "never",
     "NO_COLOR": "1",
+    # A Python process sent SIGABRT at the deadline prints every thread's stack (runners.limits).
+    "PYTHONFAULTHANDLER": "1",
 }
 _JEST_JUNIT_ENV: Mapping[str, str] = {
     "JEST_JUNIT_OUTPUT_NAME": "junit.xml",

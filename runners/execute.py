@@ -12,6 +12,7 @@ from pathlib import Path
 
 from runners.base import Runner
 from runners.commands import ResolvedCommand
+from runners.environment import diagnose
 from runners.results import TestFailure, TestRun, localize, parse_output, strip_ansi
 
 WorkspaceFactory = Callable[[Path], AbstractContextManager[Path]]
@@ -122,7 +123,7 @@ def run_in_workspace(
                 -8:
             ]
             why = setup.killed_by or f"exit code {setup.exit_code}"
-            return TestRun(
+            failed_setup = TestRun(
                 command=resolved.command,
                 exit_code=setup.exit_code,
                 duration_s=setup.duration_s,
@@ -135,6 +136,8 @@ def run_in_workspace(
                 killed_by=setup.killed_by,
                 framework=resolved.framework,
             )
+            problem = diagnose(failed_setup, output="", command=resolved.command)
+            return replace(failed_setup, environment=problem.line if problem else "")
     execution = runner.run(
         workspace,
         resolved.shell,
@@ -150,7 +153,11 @@ def run_in_workspace(
     if resolved.workdir:
         roots = (*(f"{r}/{resolved.workdir}" for r in roots), *roots)
     packages = go_packages(workspace, files) if resolved.framework == "go" else None
-    return localize(run, files, roots=roots, go_packages=packages)
+    run = localize(run, files, roots=roots, go_packages=packages)
+    problem = diagnose(
+        run, output=f"{execution.stdout}\n{execution.stderr}", command=resolved.command, repo_files=files
+    )
+    return replace(run, environment=problem.line) if problem is not None else run
 
 
 def run_tests(

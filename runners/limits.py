@@ -7,7 +7,11 @@ Two halves:
   a ``preexec_fn``) keeps ``subprocess`` fork-safe in a threaded host, and it makes ``RLIMIT_NPROC``
   count per sandbox: in a fresh user namespace the kernel tracks processes per (namespace, uid).
 * :func:`supervise` starts the process in its own session, drains stdout/stderr incrementally with a
-  cap per stream, and SIGKILLs the whole process group on wall-time or runaway output.
+  cap per stream, and SIGKILLs the whole process group on wall-time or runaway output. At the
+  wall-time deadline it first records the processes still running and sends SIGABRT to the Python
+  ones among them: with ``PYTHONFAULTHANDLER=1`` (set for every test run) each prints the stack of
+  all its threads, which becomes the frames of the ``timeout`` failure; ``dump_grace_s`` later the
+  group is killed as before.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path, PurePath
 from typing import IO
 
 from bot.errors import UsageError
@@ -55,6 +60,8 @@ class Limits:
     """Largest file a process may write (``RLIMIT_FSIZE``)."""
     output_cap_bytes: int = DEFAULT_OUTPUT_CAP
     output_kill_bytes: int = DEFAULT_OUTPUT_KILL
+    dump_grace_s: float = 2.0
+    """At the deadline, how long Python processes get to print their stacks before the kill."""
 
     def __post_init__(self) -> None:
         if self.timeout_s <= 0:
@@ -158,6 +165,68 @@ class Supervised:
     duration_s: float
     killed_by: KilledBy | None
     truncated: bool
+    hang: str = ""
+    """On a timeout: the processes still running at the deadline (one line)."""
+
+
+_MAX_TREE_CHARS = 600
+
+
+def process_tree(root: int) -> list[tuple[int, list[str]]]:
+    """``(pid, argv)`` of the descendants of ``root``, parents first (Linux ``/proc``; [] elsewhere)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = [p.name for p in Path("/proc").iterdir()]
+    except OSError:
+        return []
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read().decode("utf-8", errors="replace")
+            # The command name may hold spaces and parentheses: fields resume after the last ')'.
+            ppid = int(stat[stat.rfind(")") + 2 :].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(name))
+    out: list[tuple[int, list[str]]] = []
+    queue = sorted(children.get(root, []))
+    while queue:
+        pid = queue.pop(0)
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = [a.decode("utf-8", errors="replace") for a in fh.read().split(b"\0") if a]
+        except OSError:
+            continue
+        out.append((pid, argv))
+        queue.extend(sorted(children.get(pid, [])))
+    return out
+
+
+def _is_python(argv: Sequence[str]) -> bool:
+    return bool(argv) and "python" in PurePath(argv[0]).name
+
+
+def interrupt_hung(proc: subprocess.Popen[bytes]) -> tuple[str, bool]:
+    """At the deadline: one line naming the processes still running under ``proc`` (the sandbox's
+    own ``bwrap``/``setpriv`` plumbing and the limits shell left out), and whether a Python
+    process among them was sent SIGABRT (so that faulthandler prints its threads' stacks)."""
+    shown: list[str] = []
+    signalled = False
+    for pid, argv in process_tree(proc.pid):
+        name = PurePath(argv[0]).name if argv else ""
+        if name in ("bwrap", "setpriv") or "arcs-sandbox" in argv:
+            continue
+        shown.append(" ".join(argv)[:160])
+        if _is_python(argv):
+            try:
+                os.kill(pid, signal.SIGABRT)
+                signalled = True
+            except (ProcessLookupError, PermissionError):
+                pass
+    line = "; ".join(shown)
+    return (line[: _MAX_TREE_CHARS - 1] + "…" if len(line) > _MAX_TREE_CHARS else line), signalled
 
 
 def kill_process_group(proc: subprocess.Popen[bytes]) -> None:
@@ -210,6 +279,10 @@ def supervise(
     streams[proc.stderr.fileno()] = (proc.stderr, err)
     exited_at: float | None = None
     stop_at: float | None = None
+    kill_at: float | None = None
+    """Set at the deadline while Python processes print their stacks; the kill follows."""
+    killed = False
+    hang = ""
     sel = selectors.DefaultSelector()
     try:
         for fd, (stream, _) in streams.items():
@@ -224,14 +297,25 @@ def supervise(
                     kill_process_group(proc)
             if killed_by is None and now >= deadline:
                 killed_by = "timeout"
+                hang, signalled = interrupt_hung(proc) if exited_at is None else ("", False)
+                if signalled and limits.dump_grace_s > 0:
+                    kill_at = now + limits.dump_grace_s
+                else:
+                    kill(proc)
+                    killed = True
+            if kill_at is not None and (now >= kill_at or exited_at is not None):
+                kill_at = None
                 kill(proc)
-            if stop_at is None and (exited_at is not None or killed_by is not None):
+                killed = True
+            if stop_at is None and (exited_at is not None or killed):
                 stop_at = now + _DRAIN_GRACE_S
             if stop_at is not None and now >= stop_at:
                 break
             wait = _POLL_S
             if killed_by is None:
                 wait = min(wait, deadline - now)
+            if kill_at is not None:
+                wait = min(wait, kill_at - now)
             if stop_at is not None:
                 wait = min(wait, stop_at - now)
             for key, _ in sel.select(timeout=max(wait, 0.0)):
@@ -247,12 +331,16 @@ def supervise(
                 if killed_by is None and out.total + err.total > limits.output_kill_bytes:
                     killed_by = "output"
                     kill(proc)
+                    killed = True
         if killed_by is None:
             try:
                 proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
             except subprocess.TimeoutExpired:
                 killed_by = "timeout"
+                hang, _ = interrupt_hung(proc)
                 kill(proc)
+        elif not killed:
+            kill(proc)
         if reap_group:
             kill_process_group(proc)
         proc.wait()
@@ -275,4 +363,5 @@ def supervise(
         duration_s=duration,
         killed_by=killed_by,
         truncated=out.truncated or err.truncated,
+        hang=hang,
     )

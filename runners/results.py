@@ -138,6 +138,8 @@ class TestRun:
     killed_by: str | None = None
     source: ReportSource = "none"
     framework: str | None = None
+    environment: str = ""
+    """One line when the run could not test the code at all (:mod:`runners.environment`), else ''."""
 
     @property
     def passed_ids(self) -> list[str]:
@@ -184,6 +186,7 @@ class TestRun:
             "killed_by": self.killed_by,
             "framework": self.framework,
             "report": self.source,
+            "environment": self.environment or None,
         }
 
 
@@ -1685,6 +1688,46 @@ def parse_text(text: str, framework: str | None = None) -> Parsed:
     return Parsed(tuple(results.values()), tuple(errors))
 
 
+_FAULT_THREAD = re.compile(
+    r"^(?P<current>Current thread|Thread) 0x[0-9a-f]+ .*\(most recent call first\):\s*$"
+)
+_FAULT_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)\s*$')
+
+
+def hang_frames(text: str) -> list[Frame]:
+    """Frames of a faulthandler dump in ``text`` (what a Python process printed when ARCS
+    interrupted it at the deadline), outermost first, repository frames only.
+
+    Of the dumped threads, the current (main) thread wins when it has frames outside third-party
+    code; else the first thread that has.
+    """
+    threads: list[tuple[bool, list[Frame]]] = []
+    for line in strip_ansi(text).splitlines():
+        if m := _FAULT_THREAD.match(line):
+            threads.append((m["current"] == "Current thread", []))
+        elif threads and (m := _FAULT_FRAME.match(line)):
+            threads[-1][1].append(Frame(m["file"], int(m["line"]), m["func"]))
+    own = [(cur, [f for f in reversed(frames) if not is_third_party(f.file)]) for cur, frames in threads]
+    own = [(cur, frames) for cur, frames in own if frames]
+    if not own:
+        return []
+    own.sort(key=lambda item: not item[0])
+    return own[0][1][-MAX_FRAMES:]
+
+
+def _timeout_failure(execution: Execution, text: str) -> TestFailure:
+    """The run-level ``timeout`` failure, with where it hung when the output tells."""
+    frames = hang_frames(text)
+    lines = [f"timed out after {execution.duration_s:.1f}s: the sandbox stopped the command"]
+    if frames:
+        inner = frames[-1]
+        where = inner.file.removeprefix("/workspace/")
+        lines[0] += f"; it was running {inner.function or '?'} ({where}:{inner.line})"
+    if execution.hang:
+        lines.append("processes at the deadline: " + execution.hang)
+    return _failure("<run>", type_="timeout", message="\n".join(lines), frames=frames)
+
+
 def parse_output(
     execution: Execution,
     framework_hint: str | None = None,
@@ -1728,7 +1771,9 @@ def parse_output(
             source = "go-json" if is_json else "text"
     errors = list(parsed.errors)
     failed = any(r.outcome in ("failed", "error") for r in parsed.results)
-    if execution.killed_by is not None:
+    if execution.killed_by == "timeout":
+        errors.append(_timeout_failure(execution, text))
+    elif execution.killed_by is not None:
         errors.append(
             TestFailure(
                 id="<run>",

@@ -71,4 +71,6 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         return "\n".join(lines)
 
     ctx.out.emit(data, human)
-    return 0 if result.fixed else 1
+    from bot.cli.fix_cmd import exit_code_of
+
+    return exit_code_of(result.verdict)

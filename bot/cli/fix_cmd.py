@@ -1,8 +1,12 @@
 """``arcs fix`` (repair a local repository) and ``arcs replay`` (re-run a trace and compare).
 
-Exit codes: 0 — a patch passed every gate (``fix``) / the replay reproduced the recorded patch
-and verdict (``replay``); 1 — no submittable patch (the verdict and reason are printed) / the
-replay diverged (where is printed); 2 — usage or configuration error.
+Exit codes: 0 — ``fixed``: a patch passed every gate and the exact test command exited 0 on it
+(``fix``) / the replay reproduced the recorded patch and verdict (``replay``); 1 — no fix (the
+verdict and reason are printed) / the replay diverged (where is printed); 2 — usage or
+configuration error; 3 — ``partial``: the targets pass but the command still fails, only on tests
+that failed before the change (listed); 4 — ``environment``: the tests could not run (a missing
+command, test runner or dependency, a failed setup step; the line says which ``.arcs.yml`` key
+fixes it).
 
 ``fix`` prints the unified diff on stdout (so ``arcs fix . > fix.patch`` works) and the summary on
 stderr; without a patch the summary goes to stdout. ``--apply`` writes the patch to the work tree.
@@ -176,6 +180,15 @@ def run_fix(args: argparse.Namespace, ctx: Context) -> int:
     return emit_fix(report, ctx)
 
 
+EXIT_PARTIAL = 3
+EXIT_ENVIRONMENT = 4
+
+
+def exit_code_of(verdict: str) -> int:
+    """The ``arcs fix`` exit code of a verdict (see the module docstring)."""
+    return {"fixed": 0, "partial": EXIT_PARTIAL, "environment": EXIT_ENVIRONMENT}.get(verdict, 1)
+
+
 def emit_fix(report: FixReport, ctx: Context) -> int:
     """Print a :class:`jobs.fix.FixReport` (JSON or human) and return the exit code."""
     from jobs.repair.trace import render_summary
@@ -193,8 +206,10 @@ def emit_fix(report: FixReport, ctx: Context) -> int:
             ctx.out.info(f"applied the patch to {report.repo}")
         ctx.out.emit(data, result.patch)
         return 0
+    if result.verdict == "partial" and result.patch:
+        summary += "\n\n" + result.patch.rstrip()
     ctx.out.emit(data, summary)
-    return 1
+    return exit_code_of(result.verdict)
 
 
 def run_replay(args: argparse.Namespace, ctx: Context) -> int:
@@ -230,8 +245,11 @@ def run_replay(args: argparse.Namespace, ctx: Context) -> int:
 
 
 __all__ = [
+    "EXIT_ENVIRONMENT",
+    "EXIT_PARTIAL",
     "default_jobs",
     "emit_fix",
+    "exit_code_of",
     "llm_config",
     "register",
     "run_fix",

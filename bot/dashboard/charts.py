@@ -28,7 +28,9 @@ NO_DATA = "no data yet"
 SERIES_COLORS: tuple[str, ...] = ("#2563eb", "#d97706", "#059669", "#7c3aed", "#dc2626", "#0891b2")
 STATUS_COLORS: dict[str, str] = {
     "fixed": "#059669",
+    "partial": "#ca8a04",
     "no_fix": "#d97706",
+    "environment": "#7c3aed",
     "refused": "#6b7280",
     "error": "#dc2626",
     "skipped": "#a3a3a3",
@@ -37,7 +39,9 @@ STATUS_COLORS: dict[str, str] = {
 }
 STATUS_LABELS: dict[str, str] = {
     "fixed": "fixed",
+    "partial": "partial",
     "no_fix": "no fix",
+    "environment": "environment",
     "refused": "refused",
     "error": "error",
     "skipped": "skipped",

@@ -7,7 +7,10 @@ other repositories are never read. Results are frozen dataclasses.
 Definitions (the same for the org, a repository and a week):
 
 - **attempts**: attempt rows created in the window, whatever their status.
-- **finished**: attempts that ran to an end, ``fixed`` + ``no_fix`` + ``error``. Refused (policy)
+- **finished**: attempts that ran to an end, ``fixed`` + ``partial`` + ``no_fix`` + ``error``
+  (``partial``: the targets pass but the command still fails on tests that failed before; it is
+  not a fix). ``environment`` (the tests could not run: a missing command or dependency) is, like
+  refused, not a repair that was attempted. Refused (policy)
   and skipped attempts never tried a repair and do not count; queued/running ones are not done.
 - **repair rate** = fixed / finished (``None`` when nothing finished).
 - **PRs opened**: ``pull_requests`` rows created in the window; **merged** / **closed**: those of
@@ -46,11 +49,21 @@ from sqlalchemy.orm import Session
 from bot.store.models import Attempt, Event, Policy, PullRequest
 from bot.store.store import Store
 
-FINISHED_STATUSES: tuple[str, ...] = ("fixed", "no_fix", "error")
+FINISHED_STATUSES: tuple[str, ...] = ("fixed", "partial", "no_fix", "error")
 """Attempts that ran to an end (the repair rate's denominator)."""
 PROBLEM_EVENT_KINDS: tuple[str, ...] = ("refusal", "error", "job_failed")
 PROBLEM_STATUSES: tuple[str, ...] = ("refused", "error")
-STATUS_ORDER: tuple[str, ...] = ("fixed", "no_fix", "refused", "error", "skipped", "running", "queued")
+STATUS_ORDER: tuple[str, ...] = (
+    "fixed",
+    "partial",
+    "no_fix",
+    "environment",
+    "refused",
+    "error",
+    "skipped",
+    "running",
+    "queued",
+)
 """Attempt statuses in the order the dashboard lists them."""
 UNKNOWN_CLASS = "unknown"
 """Failure class of a CI attempt whose log was not classified."""
@@ -79,6 +92,8 @@ class Stats:
     skipped: int = 0
     in_progress: int = 0
     """Queued or running."""
+    partial: int = 0
+    environment: int = 0
     prs_opened: int = 0
     prs_merged: int = 0
     prs_closed: int = 0
@@ -87,8 +102,8 @@ class Stats:
 
     @property
     def finished(self) -> int:
-        """Attempts that ran to an end: fixed + no_fix + error."""
-        return self.fixed + self.no_fix + self.errors
+        """Attempts that ran to an end: fixed + partial + no_fix + error."""
+        return self.fixed + self.partial + self.no_fix + self.errors
 
     @property
     def prs_open(self) -> int:
@@ -120,6 +135,8 @@ class Stats:
             "errors": self.errors,
             "skipped": self.skipped,
             "in_progress": self.in_progress,
+            "partial": self.partial,
+            "environment": self.environment,
             "finished": self.finished,
             "prs_opened": self.prs_opened,
             "prs_merged": self.prs_merged,
@@ -589,6 +606,8 @@ class _Acc:
             errors=c["error"],
             skipped=c["skipped"],
             in_progress=c["queued"] + c["running"],
+            partial=c["partial"],
+            environment=c["environment"],
             prs_opened=sum(self.prs.values()),
             prs_merged=self.prs["merged"],
             prs_closed=self.prs["closed"],

@@ -339,6 +339,13 @@ class TraceView:
     executions: int | None
     wall_s: float | None
     bound: tuple[BoundRow, ...]
+    verification: str = ""
+    """The final run of the exact test command, in words ('' when none ran)."""
+    pre_existing: tuple[str, ...] = ()
+    """``partial``: the tests that still fail and already failed before the change."""
+    diagnosis_command: str = ""
+    verification_command: str = ""
+    toolchain: str = ""
 
 
 def trace_view(data: Mapping[str, Any]) -> TraceView:
@@ -380,7 +387,19 @@ def trace_view(data: Mapping[str, Any]) -> TraceView:
         executions=_i(spend.get("executions")),
         wall_s=_f(spend.get("wall_s")),
         bound=bound,
+        verification=_verification(out.get("verification")),
+        pre_existing=_strs(out.get("pre_existing")),
+        diagnosis_command=_s(_map(data.get("commands")).get("diagnosis"), 2_000),
+        verification_command=_s(_map(data.get("commands")).get("verification"), 2_000),
+        toolchain=_s(_map(data.get("commands")).get("toolchain"), 1_000),
     )
+
+
+def _verification(record: object) -> str:
+    from jobs.repair.trace import verification_line
+
+    data = _map(record)
+    return _s(verification_line(data), 2_000) if data.get("command") else ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,9 @@ BODY_BUDGET = 60000
 PR_MARKER = "<!-- arcs:pr -->"
 TRUNCATED = "\n\n… (truncated)"
 
-StatusState = Literal["queued", "working", "pr_opened", "pr_updated", "no_fix", "skipped", "error"]
+StatusState = Literal[
+    "queued", "working", "pr_opened", "pr_updated", "no_fix", "partial", "environment", "skipped", "error"
+]
 CheckStatus = Literal["queued", "in_progress", "completed"]
 RefusalKind = Literal["permission", "rate_limit", "open_prs", "disabled", "unrepairable", "busy", "fork"]
 
@@ -113,6 +115,15 @@ class RepairSummary:
     head_sha: str = ""
     attempt_id: str = ""
     attempt_url: str = ""
+    pre_existing: tuple[str, ...] = ()
+    """``partial``: tests that still fail and already failed before the change."""
+    verification: str = ""
+    """The final verification run of the exact test command, in words ('' when none ran)."""
+
+    @property
+    def partial(self) -> bool:
+        """The verdict is ``partial``: the targets pass, the command still fails on old failures."""
+        return self.verdict == "partial"
 
     @property
     def stats(self) -> DiffStats:
@@ -215,7 +226,8 @@ def pr_title(result: RepairSummary) -> str:
         what = f"fix {result.failure_summary.strip().splitlines()[0]}"
     else:
         what = "fix the CI failure"
-    return _one_line(f"ARCS: {what}", MAX_TITLE_CHARS)
+    prefix = "ARCS (partial fix)" if result.partial else "ARCS"
+    return _one_line(f"{prefix}: {what}", MAX_TITLE_CHARS)
 
 
 def verification_table(result: RepairSummary) -> str:
@@ -238,7 +250,22 @@ def verification_table(result: RepairSummary) -> str:
     for gate, passed, detail in result.gates:
         text = _cell(detail) if detail else ("passed" if passed else "failed")
         rows.append(f"| Gate: {_cell(gate)} | — | {_mark(passed)} {text} |")
+    if result.verification:
+        ok = result.fixed and not result.partial
+        rows.append(f"| Final run of the exact test command | — | {_mark(ok)} {_cell(result.verification)} |")
     return "\n".join(rows)
+
+
+def partial_note(result: RepairSummary) -> str:
+    """The plain statement a ``partial`` repair carries (PR body, check run)."""
+    shown = result.pre_existing[:20]
+    tests = "\n".join(f"- `{t.replace('`', '')}`" for t in shown)
+    more = f"\n- … and {len(result.pre_existing) - 20} more" if len(result.pre_existing) > 20 else ""
+    return (
+        "**Partial fix: CI will still fail.** The target tests pass with this change, but the test "
+        "command still fails on tests that already failed before it (not caused by this change):\n"
+        f"{tests}{more}"
+    )
 
 
 def cost_table(result: RepairSummary) -> str:
@@ -270,6 +297,8 @@ def pr_body(
     trace = result.trace_markdown if trace_markdown is None else trace_markdown
     stats = result.stats
     summary_lines = []
+    if result.partial:
+        summary_lines += [partial_note(result), ""]
     if result.kind == "issue" and result.issue_number is not None:
         summary_lines.append(f"Fixes #{result.issue_number}.")
         summary_lines.append("")
@@ -382,6 +411,22 @@ def check_run_output(
         title, summary = "Queued", "ARCS will try to repair this failure."
     elif status == "in_progress":
         title, summary = "Repairing…", "ARCS is reproducing the failure and searching for a fix."
+    elif result is not None and result.verdict == "environment":
+        why = reason or result.reason or "the tests could not run in the sandbox"
+        title = f"Environment: {_one_line(why, 80)}"
+        summary = (
+            "ARCS could not run the tests, so it repaired nothing (no model was called): "
+            f"{defuse(_one_line(why, 2000))}"
+        )
+    elif result is not None and result.partial:
+        title = "Partial fix proposed" if pr_url else "Partial fix (no pull request)"
+        why = reason or result.reason
+        summary = f"ARCS opened a pull request with a partial fix: {pr_url}\n\n" if pr_url else ""
+        summary += partial_note(result)
+        if why:
+            summary += f"\n\n{defuse(_one_line(why, 2000))}"
+        if not pr_url:
+            summary += "\n\nNo pull request was opened (`open_pr_on_partial` in `.arcs.yml` asks for one)."
     elif result is not None and result.fixed:
         title = "Fix proposed" if pr_url else "Fix found"
         summary = f"ARCS found a fix: {pr_url}" if pr_url else "ARCS found a fix."
@@ -432,6 +477,8 @@ _STATUS_TEXT: dict[str, str] = {
     "pr_opened": "✅ ARCS opened a pull request with a fix",
     "pr_updated": "✅ ARCS updated its pull request with a new fix",
     "no_fix": "❌ ARCS did not find a fix",
+    "partial": "🟡 ARCS found only a partial fix (the test command still fails on tests that failed before)",
+    "environment": "⚙️ ARCS could not run the tests here",
     "skipped": "➖ ARCS skipped this",
     "error": "⚠️ ARCS failed while working on this",
 }
@@ -449,7 +496,7 @@ def status_comment(
     line = _STATUS_TEXT[state]
     if state in ("pr_opened", "pr_updated"):
         line += f": {pr_url}" if pr_url else "."
-    elif state in ("no_fix", "skipped", "error"):
+    elif state in ("no_fix", "partial", "environment", "skipped", "error"):
         line += f": {defuse(_one_line(reason, 500))}" if reason.strip() else "."
     parts = [line]
     if attempt_url:

@@ -1,6 +1,6 @@
 """The full ``.arcs.yml`` schema the App reads from a repository's default branch.
 
-``test``, ``setup``, ``timeout_s`` and ``memory_mb`` are parsed by :func:`runners.config.parse_repo_config`
+``test``, ``setup``, ``timeout_s``, ``memory_mb`` and ``setup_network`` are parsed by :func:`runners.config.parse_repo_config`
 (one parser for the CLI and the App); this module adds the App's keys and rejects unknown ones::
 
     triggers:                 # which events start a repair (all on by default)
@@ -13,6 +13,7 @@
     test: python -m pytest -q
     timeout_s: 900
     memory_mb: 4096
+    setup_network: {allow: [npm.example.com]}   # hosts setup may reach besides the registries
     tier: auto                # 0 | small | medium | large | auto
     budget: {iterations: 5, usd: 2.0, wall_s: 1800}
     max_prs_per_day: 5        # per repository
@@ -23,6 +24,8 @@
       allowed: ["src/**"]     # gitignore-style; empty: everything not denied
       denied: [".github/workflows/**"]
     notify_unrepairable: false   # comment / check-run summary when a CI failure is not repairable
+    open_pr_on_partial: false    # open a PR when the targets pass but the command still fails on
+                                 # tests that already failed before (verdict `partial`)
 
 Errors name the key: ``.arcs.yml: budget.usd: expected a number, got 'lots'``; an unknown key is an
 error with a did-you-mean (a typo must not silently turn a setting off).
@@ -44,7 +47,7 @@ from jobs.repair.budget import Budget
 from jobs.repair.tiers import TIER_REQUESTS, TierRequest
 from runners.config import CONFIG_NAMES, RepoConfig, parse_repo_config
 
-RUNNER_KEYS = ("test", "setup", "timeout_s", "memory_mb")
+RUNNER_KEYS = ("test", "setup", "timeout_s", "memory_mb", "setup_network")
 TOP_KEYS = (
     "triggers",
     "label",
@@ -58,6 +61,7 @@ TOP_KEYS = (
     "pr_labels",
     "paths",
     "notify_unrepairable",
+    "open_pr_on_partial",
 )
 TRIGGER_KEYS = ("ci", "issues", "comments")
 BUDGET_KEYS = ("iterations", "usd", "wall_s")
@@ -126,6 +130,8 @@ class ArcsConfig:
     test: str | None = None
     timeout_s: float | None = None
     memory_mb: int | None = None
+    setup_allow: tuple[str, ...] = ()
+    """``setup_network.allow``: hosts the setup step may reach besides the registries."""
     tier: TierRequest = "auto"
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     max_prs_per_day: int = 5
@@ -134,6 +140,8 @@ class ArcsConfig:
     pr_labels: tuple[str, ...] = ("arcs",)
     paths: PathsConfig = field(default_factory=PathsConfig)
     notify_unrepairable: bool = False
+    open_pr_on_partial: bool = False
+    """Open a pull request for a ``partial`` repair too (it says plainly what still fails)."""
     path: str | None = None
     """The file this came from (None: no file, all defaults)."""
 
@@ -148,6 +156,7 @@ class ArcsConfig:
             setup=self.setup,
             timeout_s=self.timeout_s,
             memory_mb=self.memory_mb,
+            setup_allow=self.setup_allow,
             path=Path(self.path) if self.path else None,
         )
 
@@ -293,6 +302,7 @@ def parse_arcs_config(text: str, *, path: str = ".arcs.yml") -> ArcsConfig:
         test=runner.test,
         timeout_s=runner.timeout_s,
         memory_mb=runner.memory_mb,
+        setup_allow=runner.setup_allow,
         tier=tier,
         budget=budget,
         max_prs_per_day=_int(name, "max_prs_per_day", data.get("max_prs_per_day"), 5),
@@ -301,6 +311,7 @@ def parse_arcs_config(text: str, *, path: str = ".arcs.yml") -> ArcsConfig:
         pr_labels=_strings(name, "pr_labels", data.get("pr_labels"), ("arcs",)),
         paths=paths,
         notify_unrepairable=_bool(name, "notify_unrepairable", data.get("notify_unrepairable"), False),
+        open_pr_on_partial=_bool(name, "open_pr_on_partial", data.get("open_pr_on_partial"), False),
         path=path,
     )
 

@@ -161,6 +161,9 @@ class FakeWorkbench:
         selectable: bool = True,
         clock: FakeClock | None = None,
         run_s: float = 0.0,
+        verify_outcomes: Mapping[str, TestOutcome] | None = None,
+        fail_fast: bool = False,
+        commands: Mapping[str, object] | None = None,
     ) -> None:
         self.files = dict(files)
         self.base = [base] if isinstance(base, TestOutcome) else list(base)
@@ -174,6 +177,11 @@ class FakeWorkbench:
         self.clock = clock
         self.run_s = run_s
         self.calls: list[WorkbenchCall] = []
+        self.verify_outcomes = dict(verify_outcomes or {})
+        self.fail_fast = fail_fast
+        self.verifications: list[WorkbenchCall] = []
+        """:meth:`verify` calls (not counted in :attr:`executions`: the loop does not count them either)."""
+        self._commands = dict(commands or {})
         self.previews = 0
         self._base_used = 0
 
@@ -222,6 +230,33 @@ class FakeWorkbench:
         if select is not None and self.selectable and not result.selected:
             result = narrow(result, select)
         return result
+
+    def verify(self, change: AppliedEdits | None, *, timeout_s: float) -> TestOutcome:
+        """The exact command's outcome: ``verify_outcomes[patch_key]``, else the full run's outcome
+        (with ``fail_fast``: cut after its first failure, as ``pytest -x`` would stop)."""
+        key = "" if change is None else patch_key(change.diff())
+        if key in self.verify_outcomes:
+            self.verifications.append(WorkbenchCall(key, None, timeout_s))
+            return self.verify_outcomes[key]
+        calls, base_used = list(self.calls), self._base_used
+        result = self.run_tests(change, select=None, timeout_s=timeout_s)
+        self.calls, self._base_used = calls, base_used
+        self.verifications.append(WorkbenchCall(key, None, timeout_s))
+        if self.fail_fast and (result.failed or result.errors):
+            first = (*result.failed, *result.errors)[0]
+            result = replace(
+                result,
+                failed=tuple(t for t in result.failed if t == first),
+                errors=tuple(t for t in result.errors if t == first),
+                failures=tuple(f for f in result.failures if f.test_id == first),
+                exit_code=result.exit_code or 1,
+            )
+        return result
+
+    @property
+    def commands(self) -> Mapping[str, object]:
+        """What the loop records as ``trace.commands`` (scripted)."""
+        return self._commands
 
     @property
     def executions(self) -> int:

@@ -296,25 +296,52 @@ def targets_gate(
 
 
 def regression_gate(
-    baseline_passed: Collection[str], candidate_failed: Collection[str], candidate_ran: Collection[str]
+    baseline_passed: Collection[str],
+    candidate_failed: Collection[str],
+    candidate_ran: Collection[str],
+    *,
+    failing_before: Collection[str] | None = None,
 ) -> GateResult:
     """No test that passed on the base commit fails now, or no longer runs.
 
     ``candidate_ran`` holds the ids that ran to a verdict (passed or failed); a test that is now
     skipped or not collected is missing from it and counts as a regression.
+
+    With ``failing_before`` (every id the full baseline saw fail), *any* failing id that is not
+    among them is a regression too: a test that was never observed before the change (a
+    fail-fast run stopped first, a collection error hid it) is unknown, not passing.
     """
     failed, ran = set(candidate_failed), set(candidate_ran) | set(candidate_failed)
     now_failing = sorted(t for t in set(baseline_passed) if t in failed)
+    unproven: list[str] = []
+    if failing_before is not None:
+        before = set(failing_before)
+        unproven = sorted(
+            t
+            for t in failed
+            if t not in before and t not in now_failing and not any(_covers(b, t) for b in before)
+        )
     missing = sorted(t for t in set(baseline_passed) if t not in ran)
-    if not now_failing and not missing:
+    if not now_failing and not missing and not unproven:
         n = len(set(baseline_passed))
         return GateResult(
             "regressions", True, f"no regressions among {n} previously passing tests", {"baseline": n}
         )
-    lines = [f"{len(now_failing) + len(missing)} previously passing tests regressed:"]
+    what = "tests regressed" if unproven else "previously passing tests regressed"
+    lines = [f"{len(now_failing) + len(missing) + len(unproven)} {what}:"]
     lines += _listing(now_failing, "now fails: ")
+    lines += _listing(unproven, "fails, not failing before: ")
     lines += _listing(missing, "no longer runs: ")
-    return GateResult("regressions", False, "\n".join(lines), {"failed": now_failing, "missing": missing})
+    return GateResult(
+        "regressions",
+        False,
+        "\n".join(lines),
+        {
+            "failed": now_failing,
+            "missing": missing,
+            **({"unproven": unproven} if failing_before is not None else {}),
+        },
+    )
 
 
 # ---------------------------------------------------------------------------------------------

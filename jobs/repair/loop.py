@@ -31,6 +31,7 @@ replay divergence escapes (it means the replayed run is not the recorded one).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -81,7 +82,7 @@ from jobs.repair.trace import (
     hit_to_json,
     usage_to_json,
 )
-from jobs.repair.workbench import CandidateRun, TestOutcome, Workbench
+from jobs.repair.workbench import RUN_ERROR_PREFIX, CandidateRun, TestOutcome, Workbench
 
 if TYPE_CHECKING:
     from indexing.model import SearchHit
@@ -89,6 +90,8 @@ if TYPE_CHECKING:
 
 Verdict = Literal[
     "fixed",
+    "partial",
+    "environment",
     "not_reproducible",
     "flaky",
     "budget_exhausted",
@@ -151,7 +154,16 @@ class LoopConfig:
 
     gates: GateConfig = field(default_factory=GateConfig)
     test_timeout_s: float = 600.0
-    """Wall-clock cap of one test run (further capped by the wall budget left)."""
+    """Wall-clock cap of one test run (further capped by the wall budget left). The reproduction
+    run gets it whole; later runs get :attr:`timeout_factor` times the measured baseline duration,
+    at least :attr:`timeout_floor_s` and at most this, so a hanging candidate costs seconds."""
+    timeout_factor: float = 5.0
+    timeout_floor_s: float = 10.0
+    hang_probe_s: float = 30.0
+    """Timeout of later runs while no run has completed (the baseline itself hung)."""
+    pairs: int = 4
+    """Tier 0: when no candidate of a round passes every gate, up to this many pairs of candidates
+    that each fixed different targets are combined and tried (0: never)."""
     triage_runs: int = 2
     """Re-runs of the failing targets on the base code before repairing (0: no triage)."""
     regression_select: tuple[str, ...] | None = None
@@ -186,6 +198,10 @@ class LoopConfig:
                 "allowed": None if self.gates.allowed is None else list(self.gates.allowed),
             },
             "test_timeout_s": self.test_timeout_s,
+            "timeout_factor": self.timeout_factor,
+            "timeout_floor_s": self.timeout_floor_s,
+            "hang_probe_s": self.hang_probe_s,
+            "pairs": self.pairs,
             "triage_runs": self.triage_runs,
             "regression_select": None if self.regression_select is None else list(self.regression_select),
             "quality_check": self.quality_check,
@@ -215,6 +231,11 @@ class LoopConfig:
                 allowed=None if allowed is None else tuple(allowed),
             ),
             test_timeout_s=float(data.get("test_timeout_s", default.test_timeout_s)),
+            timeout_factor=float(data.get("timeout_factor", default.timeout_factor)),
+            timeout_floor_s=float(data.get("timeout_floor_s", default.timeout_floor_s)),
+            hang_probe_s=float(data.get("hang_probe_s", default.hang_probe_s)),
+            # Traces recorded before pairs existed never combined candidates.
+            pairs=int(data.get("pairs", 0)),
             triage_runs=int(data.get("triage_runs", default.triage_runs)),
             regression_select=None if select is None else tuple(select),
             quality_check=data.get("quality_check", default.quality_check),
@@ -270,6 +291,12 @@ class RepairResult:
     stopped_by: str = ""
     """What ended the search when no candidate was accepted: a budget dimension (``usd``,
     ``tokens``, ``iterations``, ``wall_s``, ``executions``), ``rounds``, ``candidates``, or ''."""
+    verification: Mapping[str, Any] = field(default_factory=dict)
+    """The final verification run of the returned candidate (the exact command): ``{candidate,
+    command, exit_code, duration_s, passed, failed, errors, timed_out, passed_verification,
+    pre_existing, new_failures}``; empty when nothing was verified."""
+    pre_existing: tuple[str, ...] = ()
+    """``partial``: the tests that still fail and already failed before the change."""
 
     def to_json(self, *, trace_path: str = "") -> dict[str, Any]:
         """The ``arcs fix --json`` document."""
@@ -291,6 +318,9 @@ class RepairResult:
             "duration_s": round(self.spend.wall_s, 3),
             "budget_held": self.trace.bound_held,
             "notices": list(self.notices),
+            "verification": dict(self.verification) or None,
+            "pre_existing_failures": list(self.pre_existing),
+            "commands": dict(self.trace.commands) or None,
             "trace_path": trace_path,
         }
 
@@ -409,6 +439,13 @@ class _State:
     """The :class:`~jobs.repair.ports.Interrupt`'s reason, once it asked the loop to stop."""
     checks: int = 0
     """How many times the interrupt was asked (a replay stops at the same check)."""
+    baseline_failing: frozenset[str] = frozenset()
+    """Every test the (fail-fast-free) baseline saw fail: proven failing before the change."""
+    reference_s: float | None = None
+    """Duration the later runs' timeout is derived from (None: nothing completed yet)."""
+    verification: dict[str, Any] = field(default_factory=dict)
+    pre_existing: tuple[str, ...] = ()
+    """Set with a ``partial`` acceptance: the pre-existing failures the exact command still shows."""
 
     def spend(self) -> Spend:
         return Spend(
@@ -472,6 +509,11 @@ class RepairLoop:
             notices=list(tier_plan.notices),
         )
         st = _State(task=task, budget=budget, clock=self.clock, started=self.clock.monotonic(), trace=trace)
+        commands = getattr(self.workbench, "commands", None)
+        if isinstance(commands, Mapping):
+            trace.commands = dict(commands)
+            if commands.get("note"):
+                trace.notices.append(str(commands["note"]))
         guard = _GuardedLLM(self.llm, st) if self.llm is not None else None
         if self._interrupted(st, "before reproduction"):
             return self._finish(st, ("interrupted", st.interrupted))
@@ -502,6 +544,12 @@ class RepairLoop:
             baseline = self._run_tests(st, None, None)
             rep.baseline = baseline
             st.baseline = baseline
+            st.baseline_failing = baseline.failing
+            rep.timings["candidate_timeout_s"] = self._timeout(st)
+            if baseline.environment:
+                # Nothing of the code was tested: no triage, no candidates, no model call.
+                rep.verdict, rep.reason = "environment", baseline.environment
+                return "environment", baseline.environment
             task = st.task
             failing = (*baseline.failed, *baseline.errors)
             if task.targets:
@@ -547,6 +595,8 @@ class RepairLoop:
                 rep.reason = f"{len(targets)} target failure{'s' if len(targets) != 1 else ''} reproduced"
                 if flaky:
                     rep.reason += f"; {len(flaky)} flaky left out"
+                if baseline.timed_out:
+                    rep.reason += "; the baseline run timed out (a hang), taken as reproduced without re-runs"
             else:
                 rep.reason = (
                     "no failing test: candidates are judged by the regression suite and the quality checker"
@@ -563,6 +613,10 @@ class RepairLoop:
     def _triage(self, st: _State, targets: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """Re-run the targets on the base code; a target that passes in any re-run is flaky."""
         rep = st.trace.reproduction
+        if st.baseline is not None and st.baseline.timed_out:
+            # Re-running a hang costs the timeout again and tells little: it is taken as reproduced.
+            rep.reason = "the baseline run timed out: the hang is taken as reproduced without re-runs"
+            return targets, ()
         history: dict[str, list[bool]] = {t: [] for t in targets}
         runs = 0
         while runs < self.config.triage_runs and self._can_execute(st):
@@ -572,7 +626,7 @@ class RepairLoop:
         if runs < self.config.triage_runs:
             rep.reason = "triage cut short by the budget"
         # The re-runs are independent: they run as one batch (concurrently when parallel > 1).
-        for run in self._run_many(st, [(None, targets)] * runs):
+        for run in self._run_many(st, [(None, self._narrowing(targets))] * runs):
             rep.reruns.append(run)
             for t in targets:
                 history[t].append(_fails(run, t))
@@ -802,17 +856,60 @@ class RepairLoop:
         # execute every candidate (or up to the first submittable one for tier 0), target runs of
         # up to `parallel` candidates at a time
         feedbacks: list[tuple[int, int, Feedback]] = []
+        new = self._execute_proposals(st, record, proposals, cfg, feedbacks)
+        if (
+            not cfg.llm
+            and self.config.pairs > 0
+            and not st.stop
+            and not any(c.submittable for c in record.candidates)
+        ):
+            # Tier 0 keeps searching: candidates that each fixed different targets, combined.
+            pairs = self._pairs(st)
+            if pairs:
+                record.events.append(
+                    f"{len(pairs)} pair{'s' if len(pairs) != 1 else ''} of partial candidates combined"
+                )
+                new += self._execute_proposals(st, record, pairs, cfg, feedbacks)
+        merged = merge_round(record.index, [fb for _, _, fb in sorted(feedbacks, key=lambda x: (x[0], x[1]))])
+        if merged is not None:
+            st.history.append(merged)
+            record.feedback = merged
+        usage = _usage_delta(st.usage, usage_before)
+        record.usage = usage
+        record.best_tests_passed = st.best.tests_passed if st.best is not None else None
+        record.best_candidate = self._id_of(st, st.best)
+        record.spend_after = st.spend()
+        total = self.clock.monotonic() - t0
+        execute = sum(c.timings.get("execute_s", 0.0) for c in record.candidates)
+        record.timings["execute_s"] = execute
+        record.timings["total_s"] = total
+        llm_wait = record.timings["propose_s"] if cfg.llm else 0.0
+        if plan.source == "llm" and previous is None:
+            llm_wait += record.timings["plan_s"]
+        record.timings["overhead_s"] = max(0.0, total - execute - llm_wait)
+        return record, plan, new
+
+    def _execute_proposals(
+        self,
+        st: _State,
+        record: RoundRecord,
+        proposals: Sequence[Proposal],
+        cfg: TierConfig,
+        feedbacks: list[tuple[int, int, Feedback]],
+    ) -> int:
+        """Prepare, gate and run ``proposals`` as this round's next candidates; how many were new."""
         new = 0
         batch: list[_Pending] = []
         halted = False
+        offset = len(record.candidates)
         for i, proposal in enumerate(proposals):
-            cand, fb, fresh, applied = self._prepare(st, record, i, proposal)
+            cand, fb, fresh, applied = self._prepare(st, record, offset + i, proposal)
             record.candidates.append(cand)
             new += fresh
             if fb is not None:
-                feedbacks.append((-cand.tests_passed, i, fb))
+                feedbacks.append((-cand.tests_passed, offset + i, fb))
             if applied is not None:
-                batch.append(_Pending(cand, applied, order=i))
+                batch.append(_Pending(cand, applied, order=offset + i))
             last = i + 1 == len(proposals)
             if batch and (len(batch) >= self.config.parallel or last):
                 self._first_runs(st, batch)
@@ -836,24 +933,58 @@ class RepairLoop:
                 )
                 st.stop = self._execution_stop(st)
                 break
-        merged = merge_round(record.index, [fb for _, _, fb in sorted(feedbacks, key=lambda x: (x[0], x[1]))])
-        if merged is not None:
-            st.history.append(merged)
-            record.feedback = merged
-        usage = _usage_delta(st.usage, usage_before)
-        record.usage = usage
-        record.best_tests_passed = st.best.tests_passed if st.best is not None else None
-        record.best_candidate = self._id_of(st, st.best)
-        record.spend_after = st.spend()
-        total = self.clock.monotonic() - t0
-        execute = sum(c.timings.get("execute_s", 0.0) for c in record.candidates)
-        record.timings["execute_s"] = execute
-        record.timings["total_s"] = total
-        llm_wait = record.timings["propose_s"] if cfg.llm else 0.0
-        if plan.source == "llm" and previous is None:
-            llm_wait += record.timings["plan_s"]
-        record.timings["overhead_s"] = max(0.0, total - execute - llm_wait)
-        return record, plan, new
+        return new
+
+    def _pairs(self, st: _State) -> list[Proposal]:
+        """Up to ``config.pairs`` proposals, each the edits of two executed candidates that fixed
+        different targets and broke nothing that was not failing before (never tried yet)."""
+        if len(set(st.targets)) < 2:
+            return []
+        partial: list[tuple[_Scored, frozenset[str]]] = []
+        for s in st.scored:
+            rec = s.record
+            if rec.duplicate_of or s.outcome is None or rec.proposer == "pair" or s.outcome.timed_out:
+                continue
+            fixed = self._fixed_targets(st, s.outcome)
+            if fixed and not self._new_failures(st, s.outcome):
+                partial.append((s, fixed))
+        partial.sort(key=lambda item: (-len(item[1]), item[0].score.diff_lines, item[0].score.order))
+        out: list[Proposal] = []
+        extra = len(st.extra_edits)
+        for i, (a, fa) in enumerate(partial):
+            for b, fb in partial[i + 1 :]:
+                if fa <= fb or fb <= fa:
+                    continue
+                edits = (*a.record.edits[extra:], *b.record.edits[extra:])
+                proposal = Proposal(
+                    edits=tuple(edits),
+                    explanation=f"{a.record.id} + {b.record.id}: {a.record.explanation} / {b.record.explanation}",
+                    proposer="pair",
+                    variant="pair",
+                )
+                if proposal_key(proposal) in st.tried:
+                    continue
+                out.append(proposal)
+                if len(out) >= self.config.pairs:
+                    return out
+        return out
+
+    def _fixed_targets(self, st: _State, outcome: TestOutcome) -> frozenset[str]:
+        """The targets that pass in ``outcome``."""
+        return frozenset(t for t in st.targets if self._targets_gate_for(st, outcome, (t,)).passed)
+
+    def _targets_gate_for(self, st: _State, outcome: TestOutcome, targets: Sequence[str]) -> GateResult:
+        passed = list(outcome.passed)
+        # A run-level error target ("<run>", a collection error) is fixed when it is gone and the run
+        # either reported tests or, for a command whose output names no tests, exited 0.
+        if not outcome.timed_out and (outcome.ran or (outcome.exit_code == 0 and not outcome.errors)):
+            passed.extend(t for t in targets if t in st.baseline_errors and t not in outcome.errors)
+        return targets_gate(targets, passed, (*outcome.failed, *outcome.errors))
+
+    @staticmethod
+    def _new_failures(st: _State, outcome: TestOutcome) -> list[str]:
+        """Ids failing in ``outcome`` that the baseline did not see fail."""
+        return sorted(t for t in outcome.failing if not _proven_failing(t, st.baseline_failing))
 
     def _propose(
         self, st: _State, record: RoundRecord, request: ProposalRequest, cfg: TierConfig
@@ -972,7 +1103,7 @@ class RepairLoop:
             if not self._can_execute(st) or st.budget.would_exceed(st.spend(), Spend(executions=allowed + 1)):
                 break
             allowed += 1
-        select = st.targets if st.targets else self.config.regression_select
+        select = self._narrowing(st.targets) if st.targets else self.config.regression_select
         jobs = [(p.applied, select) for p in batch[:allowed]]
         t = self.clock.monotonic()
         outcomes = self._run_many(st, jobs)
@@ -1036,7 +1167,7 @@ class RepairLoop:
         gates: list[GateResult] = []
         if first is None:
             return CandidateRun(stopped=stopped or f"budget: {self._execution_stop(st)}"), gates
-        select = st.targets if st.targets else self.config.regression_select
+        select = self._narrowing(st.targets) if st.targets else self.config.regression_select
         executions = 1
         tgate = self._targets_gate(st, first)
         if not tgate.passed:
@@ -1063,19 +1194,28 @@ class RepairLoop:
                 self._targets_gate(st, full) if not full.selected or _covers_all(full, st.targets) else tgate
             )
         gates.append(tgate)
+        gates.append(self._regression_gate(st, full))
+        return CandidateRun(targets=first, full=full, executions=executions), gates
+
+    def _regression_gate(self, st: _State, full: TestOutcome) -> GateResult:
+        """No test fails now that was not proven failing before; none that passed stopped running."""
         baseline = st.baseline_passed - set(st.targets)
         if self.config.regression_select is not None:
             baseline = frozenset(t for t in baseline if _selected_by(t, self.config.regression_select))
-        gates.append(regression_gate(baseline, (*full.failed, *full.errors), full.ran))
-        return CandidateRun(targets=first, full=full, executions=executions), gates
+        return regression_gate(
+            baseline, (*full.failed, *full.errors), full.ran, failing_before=st.baseline_failing
+        )
+
+    @staticmethod
+    def _narrowing(targets: Sequence[str]) -> tuple[str, ...] | None:
+        """The ids to narrow a run to: the targets, or None (the whole suite) when one of them is a
+        run-level error (``<run>``: a timeout, a crash), which names no test to select."""
+        if any(t.startswith(RUN_ERROR_PREFIX) for t in targets):
+            return None
+        return tuple(targets)
 
     def _targets_gate(self, st: _State, outcome: TestOutcome) -> GateResult:
-        passed = list(outcome.passed)
-        # A run-level error target ("<run>", a collection error) is fixed when it is gone and the run
-        # either reported tests or, for a command whose output names no tests, exited 0.
-        if not outcome.timed_out and (outcome.ran or (outcome.exit_code == 0 and not outcome.errors)):
-            passed.extend(t for t in st.targets if t in st.baseline_errors and t not in outcome.errors)
-        return targets_gate(st.targets, passed, (*outcome.failed, *outcome.errors))
+        return self._targets_gate_for(st, outcome, st.targets)
 
     def _tests_passed(self, st: _State, run: CandidateRun) -> int:
         """Score: targets passing plus previously passing tests still passing (when the suite ran)."""
@@ -1158,10 +1298,12 @@ class RepairLoop:
         if chosen is None:
             return
         if guard is None or not self._needs_quality_check(st):
-            st.accepted = chosen
+            # The final verification decides; a candidate it rejects leaves the pool.
+            while chosen is not None and not self._accept(st, chosen):
+                chosen = self._select(st)
             return
         if self._quality(st, guard, chosen, record):
-            st.accepted = chosen
+            self._accept(st, chosen)
             return
         first_verified = chosen
         if st.clarified:
@@ -1202,9 +1344,149 @@ class RepairLoop:
         st.task = original
         again = self._select(st)
         if again is not None and again is not chosen and self._quality(st, guard, again, regen):
-            st.accepted = again
+            if not self._accept(st, again):
+                st.reverted = first_verified
             return
         st.reverted = first_verified
+
+    def _accept(self, st: _State, chosen: _Scored) -> bool:
+        """The final verification of a selected candidate: the exact command on the patched tree,
+        in a fresh copy. Exit 0 -> accepted (``fixed``). Failing only on tests the baseline saw
+        fail -> accepted as ``partial``. Anything else -> the candidate gets a failed
+        ``verification`` gate, leaves the pool, and the search goes on."""
+        rec = chosen.record
+        verified = self._verify(st, rec)
+        if verified is None:
+            return False
+        outcome, data = verified
+        command = str(data["command"])
+        if data["passed_verification"]:
+            rec.gates.append(
+                GateResult("verification", True, f"`{command}` exited 0 on the patched tree", data)
+            )
+            st.accepted, st.verification = chosen, data
+            return True
+        pre, new = list(data["pre_existing"]), list(data["new_failures"])
+        if pre and not new and not outcome.timed_out and not outcome.environment:
+            detail = (
+                f"`{command}` still fails (exit {outcome.exit_code}), only on tests that failed before the "
+                f"change: {', '.join(pre[:5])}" + (" ..." if len(pre) > 5 else "")
+            )
+            rec.gates.append(GateResult("verification", False, detail, data))
+            st.accepted, st.verification, st.pre_existing = chosen, data, tuple(pre)
+            return True
+        if new:
+            why = f"fails on {', '.join(new[:5])}" + (" ..." if len(new) > 5 else "")
+        elif outcome.timed_out:
+            why = "timed out"
+        else:
+            why = f"exited {outcome.exit_code}" + (
+                f": {outcome.failures[0].message.splitlines()[0]}"
+                if outcome.failures and outcome.failures[0].message
+                else ""
+            )
+        rec.gates.append(GateResult("verification", False, f"`{command}` {why} on the patched tree", data))
+        rec.submittable = False
+        st.quality_rejected.add(rec.id)
+        return False
+
+    def _verify(self, st: _State, rec: CandidateRecord) -> tuple[TestOutcome, dict[str, Any]] | None:
+        """Run the exact command on ``rec``'s patch; the outcome and its trace record."""
+        try:
+            applied = self.workbench.preview(rec.edits)
+        except Exception as exc:  # it applied when it was executed; trouble now is data
+            rec.gates.append(GateResult("verification", False, f"could not re-apply the patch: {exc}"))
+            rec.submittable = False
+            st.quality_rejected.add(rec.id)
+            return None
+        timeout = self._timeout(st)
+        verify = getattr(self.workbench, "verify", None)
+        t0 = self.clock.monotonic()
+        try:
+            if callable(verify):
+                outcome = verify(applied, timeout_s=timeout)
+            else:
+                outcome = self.workbench.run_tests(applied, select=None, timeout_s=timeout)
+        except Exception as exc:  # a crash of the run is a failed verification, not of the loop
+            outcome = TestOutcome(
+                errors=("<run>",),
+                failures=(Failure("<run>", type=type(exc).__name__, message=str(exc)),),
+                exit_code=-1,
+            )
+        elapsed = self.clock.monotonic() - t0
+        failing = sorted(outcome.failing)
+        pre = [
+            t
+            for t in failing
+            if _proven_failing(t, st.baseline_failing) and not t.startswith(RUN_ERROR_PREFIX)
+        ]
+        new = [t for t in failing if t not in pre]
+        passed = outcome.exit_code == 0 and not outcome.timed_out
+        data: dict[str, Any] = {
+            "candidate": rec.id,
+            "command": outcome.command or str(st.trace.commands.get("verification", "")),
+            "exit_code": outcome.exit_code,
+            "duration_s": round(outcome.duration_s or elapsed, 3),
+            "timeout_s": round(timeout, 3),
+            "passed": len(outcome.passed),
+            "failed": len(outcome.failed),
+            "errors": len(outcome.errors),
+            "timed_out": outcome.timed_out,
+            "passed_verification": passed,
+            "pre_existing": [] if passed else pre,
+            "new_failures": [] if passed else new,
+        }
+        st.trace.verifications.append(data)
+        return outcome, data
+
+    def _salvage(self, st: _State) -> _Scored | None:
+        """No candidate passed every gate: the best one that fixed some targets and broke nothing,
+        accepted as ``partial`` when its full run and the final verification fail only on tests
+        that failed before the change."""
+        if not st.targets:
+            return None
+        static = ("applies", "syntax", "policy", "size", "regressions", "verification", "quality")
+        pool: list[tuple[int, _Scored]] = []
+        for s in st.scored:
+            rec = s.record
+            if rec.duplicate_of or s.outcome is None or s.outcome.timed_out:
+                continue
+            if any(not g.passed for g in rec.gates if g.gate in static):
+                continue
+            fixed = self._fixed_targets(st, s.outcome)
+            if fixed and not self._new_failures(st, s.outcome):
+                pool.append((len(fixed), s))
+        pool.sort(
+            key=lambda item: (
+                -item[0],
+                -item[1].score.tests_passed,
+                item[1].score.diff_lines,
+                item[1].score.order,
+            )
+        )
+        for _, s in pool[:2]:
+            full = s.outcome if s.outcome is not None and not s.outcome.selected else None
+            if full is None:
+                if not self._can_execute(st):
+                    return None
+                try:
+                    applied = self.workbench.preview(s.record.edits)
+                except Exception:  # it applied before; trouble now means no salvage
+                    continue
+                full = self._run_many(st, [(applied, self.config.regression_select)])[0]
+            if not self._regression_gate(st, full).passed or not self._fixed_targets(st, full):
+                continue
+            verified = self._verify(st, s.record)
+            if verified is None:
+                continue
+            outcome, data = verified
+            pre, new = list(data["pre_existing"]), list(data["new_failures"])
+            if data["passed_verification"] or not pre or new or outcome.timed_out:
+                continue
+            s.outcome = full
+            st.verification, st.pre_existing = data, tuple(pre)
+            return s
+        return None
 
     def _quality(self, st: _State, guard: _GuardedLLM, chosen: _Scored, record: RoundRecord) -> bool:
         """Code Quality Checker (imagined execution); its result becomes the ``quality`` gate."""
@@ -1241,9 +1523,16 @@ class RepairLoop:
         returned: _Scored | None = None
         if early is not None:
             verdict, reason = early
+        elif st.accepted is not None and st.pre_existing:
+            verdict, returned = "partial", st.accepted
+            reason = self._partial_reason(st, returned, len(set(st.targets)))
         elif st.accepted is not None:
             verdict, returned = "fixed", st.accepted
-            reason = f"{returned.record.id} passed every gate ({returned.record.tests_passed} tests pass)"
+            command = st.verification.get("command", "the test command")
+            reason = (
+                f"{returned.record.id} passed every gate ({returned.record.tests_passed} tests pass) "
+                f"and `{command}` exited 0 on the patched tree"
+            )
         elif st.reverted is not None:
             verdict, returned = "reverted", st.reverted
             reason = (
@@ -1256,7 +1545,14 @@ class RepairLoop:
             verdict, reason = "interrupted", st.interrupted
         else:
             verdict, reason = self._unfixed(st)
+            salvaged = self._salvage(st) if verdict != "reverted" else None
+            if salvaged is not None:
+                verdict, returned = "partial", salvaged
+                fixed = len(self._fixed_targets(st, salvaged.outcome)) if salvaged.outcome is not None else 0
+                reason = self._partial_reason(st, salvaged, fixed)
         out.verdict, out.reason = verdict, reason
+        out.verification = dict(st.verification) if returned is not None else {}
+        out.pre_existing = list(st.pre_existing) if verdict == "partial" else []
         if returned is not None:
             rec = returned.record
             out.candidate = rec.id
@@ -1290,6 +1586,23 @@ class RepairLoop:
             notices=tuple(trace.notices),
             trace=trace,
             stopped_by="" if returned is not None else st.stop,
+            verification=dict(out.verification),
+            pre_existing=tuple(out.pre_existing),
+        )
+
+    def _partial_reason(self, st: _State, returned: _Scored, fixed: int) -> str:
+        n = len(set(st.targets))
+        pre = list(st.pre_existing)
+        command = st.verification.get("command", "the test command")
+        listed = ", ".join(pre[:5]) + (f" and {len(pre) - 5} more" if len(pre) > 5 else "")
+        head = (
+            f"{returned.record.id} makes the {n} target test{'s' if n != 1 else ''} pass"
+            if fixed >= n
+            else f"{returned.record.id} fixes {fixed} of {n} target tests"
+        )
+        return (
+            f"{head}, but `{command}` still fails (exit {st.verification.get('exit_code', '?')}), only on "
+            f"{len(pre)} test{'s' if len(pre) != 1 else ''} that already failed before the change: {listed}"
         )
 
     def _unfixed(self, st: _State) -> tuple[Verdict, str]:
@@ -1312,11 +1625,42 @@ class RepairLoop:
             limit = getattr(st.budget, st.stop)
             return "budget_exhausted", f"budget exhausted: {st.stop} ({_num(spent)} of {_num(limit)}){best}"
         if not executed:
-            return "no_candidates", "the proposer produced no candidate patch"
+            return "no_candidates", self._why_no_candidates(st)
         if st.stop == "candidates":
             return "no_candidates", f"no further candidates to try after {len(executed)}{best}"
         n = len(st.trace.rounds)
         return "budget_exhausted", f"no candidate passed every gate in {n} round{'s' if n != 1 else ''}{best}"
+
+    def _why_no_candidates(self, st: _State) -> str:
+        """What happened to the proposals when none was executed (one line)."""
+        cands = st.trace.candidates
+        errors = [e for r in st.trace.rounds for e in r.proposer_errors]
+        if not cands:
+            if errors:
+                return f"the proposer returned no candidate patch: {errors[0][:200]}"
+            return "the proposer returned no candidate patch"
+        n = len(cands)
+        head = f"{n} proposal{'s' if n != 1 else ''}"
+        reasons: dict[str, int] = {}
+        for c in cands:
+            if c.duplicate_of:
+                why = "duplicates of earlier proposals"
+            elif c.error:
+                why = c.error
+            else:
+                failed = [g for g in c.gates if not g.passed]
+                why = f"{failed[0].gate}: {failed[0].detail.splitlines()[0]}" if failed else "not run"
+                if failed and failed[0].gate == "applies":
+                    why = failed[0].detail.splitlines()[0]
+            why = _short_reason(why)
+            reasons[why] = reasons.get(why, 0) + 1
+        ranked = sorted(reasons.items(), key=lambda item: (-item[1], item[0]))
+        listed = "; ".join(
+            f"{why}" + (f" ({k})" if k > 1 and len(ranked) > 1 else "") for why, k in ranked[:3]
+        )
+        if not any(_applied(c) for c in cands if not c.duplicate_of):
+            return f"{head}, none applied: {listed}"
+        return f"{head}, none ran: {listed}"
 
     # -- ports, with accounting ------------------------------------------------------------------
 
@@ -1344,8 +1688,7 @@ class RepairLoop:
         results in job order."""
         if not jobs:
             return []
-        left = st.budget.wall_s - st.spend().wall_s - self.config.min_wall_s
-        timeout = max(self.config.min_wall_s, min(self.config.test_timeout_s, left))
+        timeout = self._timeout(st)
         st.executions += len(jobs)
 
         def one(job: tuple[AppliedEdits | None, Sequence[str] | None]) -> TestOutcome:
@@ -1361,11 +1704,35 @@ class RepairLoop:
 
         workers = min(self.config.parallel, len(jobs))
         if workers <= 1:
-            return [one(job) for job in jobs]
-        from concurrent.futures import ThreadPoolExecutor
+            results = [one(job) for job in jobs]
+        else:
+            from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="arcs-run") as pool:
-            return list(pool.map(one, jobs))
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="arcs-run") as pool:
+                results = list(pool.map(one, jobs))
+        self._measured(st, results)
+        return results
+
+    def _timeout(self, st: _State) -> float:
+        """The timeout of the next run: the configured one for the reproduction run; afterwards a
+        multiple of the measured duration (floor, configured cap), or the hang probe while nothing
+        has completed. Never more than the wall budget left."""
+        cfg = self.config
+        cap = cfg.test_timeout_s
+        if st.baseline is not None:
+            if st.reference_s is None:
+                cap = min(cap, max(cfg.timeout_floor_s, cfg.hang_probe_s))
+            else:
+                cap = min(cap, max(cfg.timeout_floor_s, cfg.timeout_factor * st.reference_s))
+        left = st.budget.wall_s - st.spend().wall_s - cfg.min_wall_s
+        return max(cfg.min_wall_s, min(cap, left))
+
+    @staticmethod
+    def _measured(st: _State, results: Sequence[TestOutcome]) -> None:
+        """Runs that completed tell how long a run takes (the longest one counts)."""
+        done = [r.duration_s for r in results if not r.timed_out]
+        if done:
+            st.reference_s = max(done) if st.reference_s is None else max(st.reference_s, max(done))
 
     def _search(
         self, st: _State, specs: Sequence[QuerySpec], *, k: int, hints: Sequence[tuple[str, int]]
@@ -1482,6 +1849,15 @@ def _fails(outcome: TestOutcome, test_id: str) -> bool:
     return outcome.broken
 
 
+def _proven_failing(test_id: str, before: frozenset[str]) -> bool:
+    """``test_id`` (or the test it is a parametrization/member of) failed in the baseline."""
+    if test_id in before:
+        return True
+    return any(
+        test_id.startswith(b) and test_id[len(b) :].startswith(("::", "[", "/", "#", ".")) for b in before
+    )
+
+
 def _selected_by(test_id: str, select: Sequence[str]) -> bool:
     return any(test_id == s or test_id.startswith((s + "::", s + "[", s + "/")) for s in select)
 
@@ -1489,6 +1865,18 @@ def _selected_by(test_id: str, select: Sequence[str]) -> bool:
 def _covers_all(outcome: TestOutcome, targets: Sequence[str]) -> bool:
     ran = set(outcome.ran) | set(outcome.errors)
     return all(t in ran for t in targets)
+
+
+def _applied(c: CandidateRecord) -> bool:
+    gate = c.gate("applies")
+    return gate is not None and gate.passed
+
+
+def _short_reason(text: str, limit: int = 160) -> str:
+    """The first line of ``text``, without the edit index prefix, cut to ``limit``."""
+    line = (text.strip().splitlines() or [""])[0]
+    line = re.sub(r"^edit #\d+ \([^)]*\): ", "", line)
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _gate_line(g: GateResult) -> str:

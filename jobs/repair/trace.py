@@ -397,6 +397,10 @@ class Outcome:
     """The edits of the returned patch (a synthesized reproduction test first), for ``--apply``."""
     gates: list[GateResult] = field(default_factory=list)
     tests_after: TestOutcome | None = None
+    verification: dict[str, Any] = field(default_factory=dict)
+    """The final verification run (the exact command) behind ``fixed``/``partial``."""
+    pre_existing: list[str] = field(default_factory=list)
+    """``partial``: tests that still fail and already failed before the change."""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready mapping."""
@@ -411,6 +415,8 @@ class Outcome:
             "edits": [edit_to_json(e) for e in self.edits],
             "gates": [gate_to_json(g) for g in self.gates],
             "tests_after": None if self.tests_after is None else self.tests_after.to_json(),
+            "verification": _plain(self.verification),
+            "pre_existing": list(self.pre_existing),
         }
 
     @classmethod
@@ -429,6 +435,8 @@ class Outcome:
             tests_after=None
             if data.get("tests_after") is None
             else TestOutcome.from_json(data["tests_after"]),
+            verification=dict(data.get("verification") or {}),
+            pre_existing=[str(t) for t in data.get("pre_existing", ())],
         )
 
 
@@ -464,6 +472,11 @@ class Trace:
     interrupt: dict[str, Any] = field(default_factory=dict)
     """``{check, where, reason}`` when an interrupt stopped the run (a replay stops at the same
     check); empty otherwise."""
+    commands: dict[str, Any] = field(default_factory=dict)
+    """Which command diagnosed (fail-fast flags removed) and which verified (the exact one):
+    ``{diagnosis, verification, removed, added, complete, note, toolchain}``."""
+    verifications: list[dict[str, Any]] = field(default_factory=list)
+    """Every final verification run of a selected candidate (a failed one sends the search on)."""
     version: int = TRACE_VERSION
 
     # -- derived ---------------------------------------------------------------------------------
@@ -530,6 +543,8 @@ class Trace:
             "llm_calls": _plain(self.llm_calls),
             "timings": {k: round(v, 4) for k, v in sorted(self.timings.items())},
             "interrupt": _plain(self.interrupt),
+            "commands": _plain(self.commands),
+            "verifications": _plain(self.verifications),
         }
 
     @classmethod
@@ -563,6 +578,8 @@ class Trace:
             llm_calls=[dict(c) for c in data.get("llm_calls", ())],
             timings={str(k): float(v) for k, v in dict(data.get("timings", {})).items()},
             interrupt=dict(data.get("interrupt") or {}),
+            commands=dict(data.get("commands") or {}),
+            verifications=[dict(v) for v in data.get("verifications", ())],
             version=version,
         )
 
@@ -621,6 +638,8 @@ def _gate_marks(gates: Sequence[GateResult]) -> str:
 
 VERDICT_TITLES: Mapping[str, str] = {
     "fixed": "FIXED",
+    "partial": "PARTIAL",
+    "environment": "ENVIRONMENT",
     "not_reproducible": "NOT REPRODUCIBLE",
     "flaky": "FLAKY",
     "budget_exhausted": "BUDGET EXHAUSTED",
@@ -650,6 +669,14 @@ def render_summary(trace: Trace, *, trace_path: str = "") -> str:
     lines.append(f"tests:  before {_tests_line(before)}  ->  after {_tests_line(o.tests_after)}")
     if o.gates:
         lines.append(f"gates:  {_gate_marks(o.gates)}")
+    if o.verification:
+        lines.append(f"verify: {verification_line(o.verification)}")
+    elif trace.commands.get("verification") and trace.commands.get("diagnosis") != trace.commands.get(
+        "verification"
+    ):
+        lines.append(f"commands: diagnosis `{trace.commands['diagnosis']}`")
+    if trace.commands.get("toolchain"):
+        lines.append(f"toolchain: {trace.commands['toolchain']}")
     lines.append(f"patch:  {_patch_files(o.patch)}")
     s = trace.spend
     lines.append(
@@ -659,6 +686,19 @@ def render_summary(trace: Trace, *, trace_path: str = "") -> str:
     if trace_path:
         lines.append(f"trace:  {trace_path}")
     return "\n".join(lines)
+
+
+def verification_line(v: Mapping[str, Any]) -> str:
+    """``python -m pytest -x: exit 0 in 1.2s (5 passed, 0 failed)`` for a verification record."""
+    counts = f"{v.get('passed', 0)} passed, {v.get('failed', 0)} failed"
+    if v.get("errors"):
+        counts += f", {v.get('errors')} errors"
+    if v.get("timed_out"):
+        counts += ", timed out"
+    return (
+        f"`{v.get('command', '')}` exit {v.get('exit_code', '?')} in {float(v.get('duration_s', 0.0)):.1f}s "
+        f"({counts})"
+    )
 
 
 def _details(summary: str, body: str, *, open_: bool = False) -> str:
@@ -689,6 +729,17 @@ def render_markdown(trace: Trace, *, max_diff_chars: int = 20_000) -> str:
         f"| Rounds / candidates | {len(trace.rounds)} / {len([c for c in trace.candidates if not c.duplicate_of])} |",
         f"| Tests before | {_tests_line(trace.reproduction.baseline)} |",
         f"| Tests after | {_tests_line(o.tests_after)} |",
+        *(
+            [f"| Final verification | {_md_escape(verification_line(o.verification))} |"]
+            if o.verification
+            else []
+        ),
+        *(
+            [f"| Diagnosis command | `{_md_escape(str(trace.commands['diagnosis']))}` |"]
+            if trace.commands.get("diagnosis")
+            and trace.commands.get("diagnosis") != trace.commands.get("verification")
+            else []
+        ),
         f"| Tokens / cost | {s.tokens} / {_money(s.usd)} |",
         f"| Test runs / time | {s.executions} / {s.wall_s:.1f}s |",
         "",
@@ -697,6 +748,13 @@ def render_markdown(trace: Trace, *, max_diff_chars: int = 20_000) -> str:
         out.append(f"> {notice}")
     if trace.notices:
         out.append("")
+    if o.pre_existing:
+        out += [
+            "The test command still fails, only on tests that already failed before this change:",
+            "",
+            *(f"- `{t}`" for t in o.pre_existing[:30]),
+            "",
+        ]
     if o.patch:
         out += ["### Patch", "", _fence(o.patch[:max_diff_chars], "diff"), ""]
     if o.gates:
@@ -985,4 +1043,5 @@ __all__ = [
     "task_to_json",
     "usage_from_json",
     "usage_to_json",
+    "verification_line",
 ]

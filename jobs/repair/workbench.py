@@ -43,6 +43,9 @@ class TestOutcome:
     selected: bool = False
     """True when the command was narrowed to the requested tests (else the whole suite ran)."""
     command: str = ""
+    environment: str = ""
+    """One line when the run could not test the code at all (a missing command, runner or
+    third-party module, a failed setup step; :mod:`runners.environment`), else ''."""
 
     @property
     def ran(self) -> tuple[str, ...]:
@@ -83,6 +86,7 @@ class TestOutcome:
             "duration_s": round(self.duration_s, 3),
             "timed_out": self.timed_out,
             "selected": self.selected,
+            **({"environment": self.environment} if self.environment else {}),
         }
 
     @classmethod
@@ -99,7 +103,13 @@ class TestOutcome:
             skipped=tuple(str(x) for x in data.get("skipped", ())),
             selected=bool(data.get("selected", False)),
             command=str(data.get("command", "")),
+            environment=str(data.get("environment", "")),
         )
+
+    @property
+    def failing(self) -> frozenset[str]:
+        """Ids that failed or errored."""
+        return frozenset((*self.failed, *self.errors))
 
 
 def failure_to_json(f: Failure) -> dict[str, Any]:
@@ -197,7 +207,28 @@ class Workbench(Protocol):
 
         ``select`` narrows the run to those test ids when the framework can (``selected`` says
         whether it did); None runs the whole suite. One call is one sandboxed execution.
+
+        This is the *diagnosis* command: the test command without its fail-fast flags
+        (:mod:`runners.failfast`), so that every test is observed.
         """
+        ...
+
+
+@runtime_checkable
+class Verifier(Protocol):
+    """A workbench that can also run the *exact* test command (fail-fast flags included).
+
+    The loop's final verification: ``fixed`` means this run exited 0 on the patched tree.
+    Workbenches without it are verified with :meth:`Workbench.run_tests` (no selection).
+    """
+
+    def verify(self, change: AppliedEdits | None, *, timeout_s: float) -> TestOutcome:
+        """Run the exact command on base + ``change`` in a fresh copy."""
+        ...
+
+    @property
+    def commands(self) -> Mapping[str, Any]:
+        """``{diagnosis, verification, removed, added, complete, note, toolchain}`` for the trace."""
         ...
 
 
@@ -205,6 +236,7 @@ __all__ = [
     "RUN_ERROR_PREFIX",
     "CandidateRun",
     "TestOutcome",
+    "Verifier",
     "Workbench",
     "failure_from_json",
     "failure_to_json",

@@ -137,6 +137,7 @@ def test_fix_json_shape_and_the_work_tree_is_untouched(
         "size",
         "targets",
         "regressions",
+        "verification",
     ]
     assert all(g["passed"] for g in data["gates"])
     assert data["tokens"] == 0 and data["cost_usd"] == 0 and data["rounds"] >= 1 and data["candidates"] >= 1

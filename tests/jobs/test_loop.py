@@ -186,7 +186,8 @@ def test_halts_on_the_first_round_with_a_submittable_candidate() -> None:
     result = loop.run(ci_task(), Budget(), "large")
     assert result.fixed and result.verdict == "fixed" and len(result.trace.rounds) == 1
     assert "age >= 18" in result.patch
-    assert [g.gate for g in result.gates] == ["applies", "syntax", "policy", "size", "targets", "regressions"]
+    gates = ["applies", "syntax", "policy", "size", "targets", "regressions", "verification"]
+    assert [g.gate for g in result.gates] == gates
     assert all(g.passed for g in result.gates)
     assert result.tests_after is not None and set(result.tests_after.passed) == {T, CHILD, DOUBLE}
     # reproduction (1) + triage (2) + NOOP targets (1) + FIX targets (1) + FIX regression run (1)
@@ -513,7 +514,7 @@ def test_quality_checker_accepts_after_clarification() -> None:
     loop, _ = make(proposer, llm=llm, base=ALL_PASS, config=LoopConfig(design_tests=False), judge=weak)
     result = loop.run(issue_task(), Budget(), "small")
     assert result.fixed and result.trace.outcome.candidate == "r2c1"
-    assert result.gates[-1].gate == "quality" and result.gates[-1].passed
+    assert [(g.gate, g.passed) for g in result.gates[-2:]] == [("quality", True), ("verification", True)]
 
 
 def test_issue_without_test_and_without_llm_is_not_reproducible() -> None:

@@ -664,3 +664,73 @@ def test_the_typed_config_of_the_gateway_is_preferred(h: Harness) -> None:
     assert pipeline.handle_command(h.deps, command_job("fix")) == "skipped"
     assert gh.calls_to("load_arcs_config") == [{"repo": REPO, "ref": None}]
     assert gh.calls_to("load_repo_config") == [] and h.repair.requests == []
+
+
+# --- verdicts of issue #10: environment and partial ------------------------------------------
+
+HINT = "`nosuchcmd` was not found in the sandbox (exit 127); set `test:` in .arcs.yml to a command that exists there"
+PARTIAL_REASON = (
+    "r1c1 makes the 1 target test pass, but `pytest -x` still fails (exit 1), only on 1 test that "
+    "already failed before the change: tests/test_b.py::test_service"
+)
+PATCH = "--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+
+
+def partial(files: dict[str, str | None]) -> RepairOutcome:
+    return RepairOutcome(
+        verdict="partial",
+        fixed=False,
+        reason=PARTIAL_REASON,
+        patch=PATCH,
+        files=files,
+        tier="0",
+        trace_summary={
+            "pre_existing": ["tests/test_b.py::test_service"],
+            "verification": {
+                "command": "pytest -x",
+                "exit_code": 1,
+                "duration_s": 1.5,
+                "passed": 3,
+                "failed": 1,
+            },
+        },
+    )
+
+
+def test_environment_is_shown_on_the_check_run_and_the_status_comment(h: Harness) -> None:
+    h.repair.outcome = RepairOutcome(verdict="environment", fixed=False, reason=HINT, tier="0")
+    assert pipeline.repair_ci_failure(h.deps, ci_job(prs=(5,))) == "environment"
+    attempt = only_attempt(h.store)
+    assert (attempt.status, attempt.verdict) == ("environment", "environment")
+    check = h.gh.check_runs[attempt.check_run_id]
+    assert check["conclusion"] == "neutral" and check["title"].startswith("Environment: ")
+    assert HINT in check["summary"] and "no model was called" in check["summary"]
+    ((number, body),) = h.gh.comments.values()
+    assert number == 5 and HINT in body and "could not run the tests" in body
+    assert h.queued == []
+
+
+def test_partial_opens_no_pull_request_by_default_and_says_why(h: Harness) -> None:
+    h.repair.outcome = partial({})
+    assert pipeline.repair_ci_failure(h.deps, ci_job(prs=(5,))) == "partial"
+    attempt = only_attempt(h.store)
+    assert attempt.status == "partial" and h.queued == []
+    check = h.gh.check_runs[attempt.check_run_id]
+    assert check["title"] == "Partial fix (no pull request)"
+    assert "CI will still fail" in check["summary"] and "tests/test_b.py::test_service" in check["summary"]
+    assert "open_pr_on_partial" in check["summary"]
+    assert "Final run of the exact test command" in check["summary"]
+    ((_, body),) = h.gh.comments.values()
+    assert "partial fix" in body and "No pull request was opened" in body
+
+
+def test_partial_opens_a_pull_request_that_says_so_when_asked(h: Harness) -> None:
+    h.gh.config = RepoConfig(extra={"open_pr_on_partial": True})
+    h.repair.outcome = partial({"app.py": "x = 2\n"})
+    assert pipeline.repair_ci_failure(h.deps, ci_job(prs=(5,))) == "partial"
+    assert [j.actor for j in h.queued] == ["publish_result"]
+    assert h.drain() == ["published"]
+    (opened,) = h.gh.calls_to("open_or_update_pr")
+    assert opened["title"].startswith("ARCS (partial fix): ")
+    assert "**Partial fix: CI will still fail.**" in opened["body"]
+    assert "tests/test_b.py::test_service" in opened["body"]

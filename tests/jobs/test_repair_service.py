@@ -349,3 +349,10 @@ def test_an_index_refresh_takes_the_advisory_lock_on_the_store_engine(
         assert service.refresh("octo/ages", checkout, full=False)["files"] == 1
     finally:
         engine.dispose()
+
+
+def test_open_pr_on_partial_asks_the_fix_to_apply_a_partial_patch(settings: Settings, tmp_path: Path) -> None:
+    request = _request(tmp_path, tmp_path / "traces", test_command="pytest -x")
+    assert _service(settings).fix_request(request).apply_partial is False
+    (tmp_path / ".arcs.yml").write_text("open_pr_on_partial: true\n")
+    assert _service(settings).fix_request(request).apply_partial is True

@@ -30,7 +30,7 @@ def test_a_real_trace(trace: dict[str, Any]) -> None:
     assert first.queries and first.queries[0].hits[0].why == "bm25, frame"
     assert view.tests_before is not None and view.tests_before.text == "2 passed, 1 failed"
     assert view.tests_after is not None and view.tests_after.failing == ()
-    assert [g.gate for g in view.gates][-1] == "regressions"
+    assert [g.gate for g in view.gates][-2:] == ["regressions", "verification"]
     assert {b.name for b in view.bound} >= {"usd", "tokens"}
 
 

@@ -1,0 +1,61 @@
+"""Environment failures are recognised from a test run (runners.environment)."""
+
+from __future__ import annotations
+
+from runners.environment import diagnose
+from runners.results import TestFailure, TestResult, TestRun
+
+
+def _run(
+    exit_code: int, *, errors: tuple[TestFailure, ...] = (), results: tuple[TestResult, ...] = ()
+) -> TestRun:
+    return TestRun(command="cmd", exit_code=exit_code, duration_s=0.1, errors=errors, results=results)
+
+
+def test_a_missing_command() -> None:
+    problem = diagnose(_run(127), output="/bin/sh: 1: nosuchcmd: not found\n", command="nosuchcmd --x")
+    assert problem is not None and problem.key == "test"
+    assert "`nosuchcmd` was not found" in problem.line and "`test:` in .arcs.yml" in problem.line
+
+
+def test_a_missing_runner_module() -> None:
+    out = "/usr/bin/python3: No module named nosuchrunner\n"
+    problem = diagnose(_run(1), output=out, command="python -m nosuchrunner")
+    assert problem is not None and problem.key == "setup" and "`nosuchrunner`" in problem.line
+
+
+def test_a_missing_third_party_module_but_not_a_repository_one() -> None:
+    error = TestFailure("tests/test_a.py", type="ImportError", message="No module named 'requests'")
+    problem = diagnose(
+        _run(2, errors=(error,)), output="", command="pytest", repo_files=["inventory/core.py"]
+    )
+    assert problem is not None and "`requests`" in problem.line and "`setup:`" in problem.line
+    # A module of the repository (or a near miss of one, or of the standard library) is a code bug.
+    for missing in ("inventory.missing", "inventroy", "jsonn"):
+        err = TestFailure("tests/test_a.py", type="ImportError", message=f"No module named '{missing}'")
+        assert (
+            diagnose(_run(2, errors=(err,)), output="", command="pytest", repo_files=["inventory/core.py"])
+            is None
+        )
+
+
+def test_node_missing_package() -> None:
+    failure = TestFailure("t.test.js::x", type="Error", message="Cannot find module 'lodash'")
+    run = _run(1, results=(TestResult("t.test.js::x", "failed", failure=failure),))
+    problem = diagnose(run, output="", command="node --test", repo_files=["src/a.js"])
+    assert problem is not None and "`lodash`" in problem.line
+    relative = TestFailure("t.test.js::x", type="Error", message="Cannot find module './missing'")
+    run = _run(1, results=(TestResult("t.test.js::x", "failed", failure=relative),))
+    assert diagnose(run, output="", command="node --test") is None
+
+
+def test_a_failed_setup_step() -> None:
+    error = TestFailure("<setup>", type="setup", message="setup failed (exit code 1)\nERROR: no such package")
+    problem = diagnose(_run(1, errors=(error,)), output="", command="pytest")
+    assert problem is not None and problem.key == "setup" and "no such package" in problem.line
+
+
+def test_ordinary_failures_are_not_environment_problems() -> None:
+    failure = TestFailure("tests/test_a.py::t", type="AssertionError", message="assert 1 == 2")
+    run = _run(1, results=(TestResult("tests/test_a.py::t", "failed", failure=failure),))
+    assert diagnose(run, output="1 failed", command="pytest") is None
