@@ -70,8 +70,25 @@ class Settings(BaseModel):
 
     qdrant_api_key: str | None = None
 
-    embedder: Literal["minilm", "hash"] = "minilm"
-    """``minilm`` (all-MiniLM-L6-v2, bundled weights) or ``hash`` (fast, lexical; tests and tiny hosts)."""
+    embedder: Literal["onnx", "onnx-int8", "minilm", "hash"] = "onnx"
+    """``onnx`` (all-MiniLM-L6-v2 from the bundled weights through ONNX Runtime: the CPU fast path,
+    same vectors as ``minilm``), ``onnx-int8`` (its int8-quantised graph: faster, slightly lower
+    recall), ``minilm`` (the model through torch/sentence-transformers) or ``hash`` (fast, lexical;
+    tests and tiny hosts)."""
+
+    embed_threads: int = Field(default=0, ge=0, le=64)
+    """CPU threads of one embedding call (``onnx``/``minilm``); 0: the runtime's default (one per core;
+    ONNX Runtime's threads do not spin, so they hold up when test suites share the cores -- torch's do
+    not: set 1 with ``minilm`` on a busy host; bench/RESULTS.md, Indexing)."""
+
+    embed_max_tokens: int = Field(default=128, ge=16, le=256)
+    """Word pieces of a chunk the model reads (path, name, signature, docstring, then code); the cost
+    of an embedding grows with it. Part of the embedding cache identity."""
+
+    index_mode: Literal["eager", "lazy"] = "lazy"
+    """``lazy``: index sparse vectors and structure at once, embed file/directory abstracts, and embed
+    chunk bodies when a query first needs them (or in the background fill); ``eager``: embed every
+    chunk while indexing."""
 
     exclude: tuple[str, ...] = DEFAULT_EXCLUDES
     """gitignore-style patterns never indexed, on top of each repository's own ``.gitignore``."""
@@ -111,8 +128,9 @@ class Settings(BaseModel):
     client_secret: SecretStr | None = None
     """The app's OAuth client secret."""
     session_secret: SecretStr | None = None
-    """Key that signs dashboard session cookies; unset: a random key per start (logins do not
-    survive a restart and several web processes cannot share sessions)."""
+    """Key that signs dashboard session cookies; unset: a random key made once and kept in
+    ``$ARCS_HOME/session.key`` (0600), shared by every web process using that ``ARCS_HOME``
+    (set it when web processes run on several hosts)."""
     session_hours: float = 12.0
     """How long a dashboard login lasts."""
     metrics_token: SecretStr | None = None
@@ -131,6 +149,21 @@ class Settings(BaseModel):
     """Redis broker: a message held by a worker that stopped heartbeating (killed, host lost) is
     redelivered after this many seconds (5 s to 7 days; dramatiq's own default, a 60 s heartbeat
     checked on 0.1% of broker commands, takes a quarter of an hour or more in practice)."""
+    database_timeout_s: float = Field(default=2.0, gt=0, le=60)
+    """The web process's bound on each database wait: connecting, a statement, a lock, SQLite's
+    busy wait and the wait for a pooled connection (a webhook answer must come within 5 s)."""
+    broker_timeout_s: float = Field(default=1.0, gt=0, le=60)
+    """The web process's bound on connecting to and waiting for the broker (Redis socket timeouts)."""
+    relay_grace_s: float = Field(default=30.0, ge=0.5, le=3600)
+    """A delivery whose jobs the broker has not confirmed this long after it was recorded is
+    enqueued again by the relay (or by GitHub's redelivery); keep it above the 5 s answer bound."""
+    relay_interval_s: float = Field(default=5.0, gt=0, le=3600)
+    """How often each web process looks for such deliveries."""
+    webhook_read_timeout_s: float = Field(default=10.0, gt=0, le=600)
+    """A webhook body must arrive within this long (GitHub gives up after 10 s anyway): 408."""
+    webhook_body_budget_mb: float = Field(default=64.0, gt=0)
+    """Bytes of webhook bodies not yet verified that one web process holds at once; a request
+    that would exceed it is refused with 503 (slow or large unsigned uploads cannot pile up)."""
 
     # --- the test runner ---------------------------------------------------------------------------
     runner: Literal["bubblewrap", "docker"] = "bubblewrap"
@@ -144,6 +177,16 @@ class Settings(BaseModel):
     runner_runtime: str | None = None
     """Container runtime for ``ARCS_RUNNER=docker`` (``docker run --runtime``), e.g. ``runsc`` for
     gVisor; unset: the engine's default. The engine must have it registered."""
+    setup_network: Literal["none", "registries", "host"] = "registries"
+    """The network of the ``setup:`` step (dependency installs): ``registries`` (its own network
+    namespace; an allow-listing proxy lets it reach the package registries and
+    ``ARCS_SETUP_NETWORK_ALLOW`` only, never loopback, private or link-local addresses), ``none``
+    (offline), or ``host`` (the host's network: UNSAFE, setup can then reach this host's Redis and
+    PostgreSQL; only for repositories you trust)."""
+    setup_network_allow: tuple[str, ...] = ()
+    """Hosts the setup step may reach on top of the registries, comma-separated ``host``,
+    ``host:port`` or ``*.domain``. An exact ``host:port`` here may be a private or loopback address
+    (an internal mirror); a repository's ``.arcs.yml`` ``setup_network.allow`` never can."""
 
     @field_validator("exclude", mode="before")
     @classmethod
@@ -151,6 +194,24 @@ class Settings(BaseModel):
         # ARCS_EXCLUDE="a/,b/" is friendlier than a JSON list in an env file.
         if isinstance(value, str):
             return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("setup_network_allow", mode="before")
+    @classmethod
+    def _split_allow(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("setup_network_allow")
+    @classmethod
+    def _check_allow(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from runners.egress import PolicyError, parse_allow_list
+
+        try:
+            parse_allow_list(value, trusted=True)
+        except PolicyError as exc:
+            raise ValueError(str(exc)) from None
         return value
 
     @field_validator("runner_image", "runner_runtime")
