@@ -395,7 +395,9 @@ def _finish(
     )
     signature = failure_signature(env.repository, target, command, failing)
     published: Published | None = None
-    if result.fixed:
+    # A partial fix (targets pass, the command still fails only on failures it already had) is
+    # published only when .arcs.yml asks, as the App does; its PR title and body say so.
+    if result.fixed or (result.verdict == "partial" and config.open_pr_on_partial):
         published = _publish(env, target, config, client, report, summary, signature)
     exit_code = 0 if result.fixed and published is not None and published.ok else 1
     return ActionOutcome(

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from tests.bot.action.conftest import BUGGY, FIXED, REPO, World, event
+from tests.bot.action.conftest import BUGGY, FIXED, REPO, World, event, project_files
 from tests.fakes.github_double import GitHubDouble
 
 
@@ -349,3 +349,44 @@ def test_the_cli_runs_the_action_from_the_environment(
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["verdict"] == "fixed" and out["pr-url"].endswith("/pull/1"), out
     assert out["published"] == "true" and out["exit_code"] == 0
+
+
+# --------------------------------------------------------------------------- partial fixes
+
+
+@pytest.mark.parametrize("asked", [True, False])
+def test_a_partial_fix_is_published_only_when_arcs_yml_asks(world: World, asked: bool) -> None:
+    repo = "Codertocat/partial"
+    files = project_files()
+    # A failure the change did not cause: the command keeps failing after the fix.
+    files["tests/test_service.py"] = (
+        "def test_needs_a_service():\n    raise ConnectionError('no service here')\n"
+    )
+    if asked:
+        files[".arcs.yml"] = "open_pr_on_partial: true\n"
+    world.double.add_repo(repo, files, default_branch="master", installation=world.installation)
+    sha = world.double.branch_sha(repo, "master")
+    assert sha is not None
+    payload = event("push")
+    payload["after"] = sha
+    payload["head_commit"]["id"] = sha
+    environ = world.environ(
+        event_name="push",
+        payload=payload,
+        sha=sha,
+        ref=payload["ref"],
+        workspace=world.workspace(sha, repo),
+        token=world.token(repo=repo),
+        repo=repo,
+    )
+    outcome = world.run(environ)
+
+    assert outcome.verdict == "partial" and not outcome.fixed and outcome.exit_code == 1, outcome
+    pulls = world.double.open_pulls(repo)
+    if asked:
+        [pull] = pulls
+        assert pull["title"].startswith("ARCS (partial fix)") and "test_needs_a_service" in pull["body"]
+        assert outcome.published is not None and outcome.published.ok
+    else:
+        assert pulls == [] and outcome.published is None
+        assert _writes(world.double) == []
