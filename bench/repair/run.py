@@ -21,6 +21,13 @@ does, ``ARCS_HOME`` in the temporary folder with the ``hash`` embedder).
   ``llm_fix``, still fail after ``llm_wrong_fix``, and ``expected_fix.contains`` appears only
   after the fix.
 
+* Every ``fixed`` (and ``partial``) is re-checked outside the loop (``isolate.recheck``: the patch
+  on a fresh copy, the exact command in a plain subprocess); ``false_fixed`` = fixed but the
+  re-check failed. Each case runs in its own process with a cap (``--case-cap``), so a hang or a
+  crash becomes a ``no_verdict``/``error`` record. ``--corpus outside`` adds the mutants of pinned
+  PyPI packages (``bench/outside``); ``--label before|after`` stores a run as the before/after
+  measurement of the verdict work (``verdicts.py``).
+
 Results go to ``bench/results/repair.json`` and the generated block of ``## Repair`` in
 ``bench/RESULTS.md`` (a part that was not re-run is kept from the previous results).
 
@@ -31,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fnmatch
 import json
 import os
 import shutil
@@ -43,19 +49,20 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.common import (
     RESULTS_DIR,
-    init_git_repo,
     machine_info,
     markdown_table,
     percentile,
     today,
     update_results_md,
 )
+from bench.repair.corpus import Case, apply_case_fix, copy_case, find_case, load_cases
+from bench.repair.isolate import case_facts, direct_env, recheck, run_command, run_isolated
+from bench.repair.verdicts import merge_records, render_verdicts, summarize_part
 
 if TYPE_CHECKING:
     from bot.settings import Settings
@@ -64,7 +71,6 @@ if TYPE_CHECKING:
     from jobs.repair.trace import Trace
     from tests.fakes.anthropic_server import ErrorReply, Reply
 
-CASES_DIR = Path(__file__).resolve().parent / "cases"
 RESULTS_JSON = RESULTS_DIR / "repair.json"
 OVERHEAD_TARGET_S = 1.0
 FAKE_API_KEY = "sk-ant-bench-scripted"
@@ -83,6 +89,10 @@ BUG_CLASSES = (
     "logic_slip",
 )
 LANGUAGES = ("python", "javascript")
+RECHECKED_VERDICTS = ("fixed", "partial")
+"""Verdicts whose patch the bench re-runs outside the loop (``fixed`` must pass it)."""
+ENVIRONMENT_SIGNS = ("not found", "No module named", "Cannot find module")
+"""What an environment case's output must show when run directly (``--check``)."""
 
 Record = dict[str, Any]
 
@@ -90,129 +100,13 @@ Record = dict[str, Any]
 # --------------------------------------------------------------------------- corpus
 
 
-@dataclass(frozen=True)
-class CaseFix:
-    """A patch as the model would propose it: an explanation and ``propose_patch`` edits."""
-
-    explanation: str
-    edits: tuple[dict[str, Any], ...]
-
-
-@dataclass(frozen=True)
-class Case:
-    """One broken repository of the corpus (``cases/<id>/case.json`` plus the files)."""
-
-    id: str
-    language: str
-    bug_class: str
-    description: str
-    test_command: str
-    expected_path: str
-    expected_contains: str
-    llm_fix: CaseFix | None
-    llm_wrong_fix: CaseFix | None
-    root: Path
-
-    @property
-    def is_llm_case(self) -> bool:
-        """Scripted-LLM cases: those with a plausible wrong first answer."""
-        return self.llm_wrong_fix is not None and self.llm_fix is not None
-
-
-def _fix_of(data: object, where: str) -> CaseFix | None:
-    if data is None:
-        return None
-    if not isinstance(data, dict) or not isinstance(data.get("edits"), list) or not data["edits"]:
-        raise SystemExit(f"{where}: expected {{explanation, edits: [...]}}")
-    for e in data["edits"]:
-        if not isinstance(e, dict) or not {"path", "old", "new"} <= set(e):
-            raise SystemExit(f"{where}: every edit needs path, old and new")
-    return CaseFix(str(data.get("explanation", "")), tuple(dict(e) for e in data["edits"]))
-
-
-def load_case(folder: Path) -> Case:
-    """Read ``folder/case.json``; exits with a message when a field is missing."""
-    meta = json.loads((folder / "case.json").read_text(encoding="utf-8"))
-    required = ("id", "language", "bug_class", "description", "test_command", "expected_fix")
-    missing = [k for k in required if not meta.get(k)]
-    if missing:
-        raise SystemExit(f"{folder}/case.json: missing {', '.join(missing)}")
-    if meta["id"] != folder.name:
-        raise SystemExit(f"{folder}/case.json: id {meta['id']!r} differs from the folder name")
-    expected = meta["expected_fix"]
-    return Case(
-        id=meta["id"],
-        language=meta["language"],
-        bug_class=meta["bug_class"],
-        description=meta["description"],
-        test_command=meta["test_command"],
-        expected_path=expected["path"],
-        expected_contains=expected["contains"],
-        llm_fix=_fix_of(meta.get("llm_fix"), f"{folder.name}: llm_fix"),
-        llm_wrong_fix=_fix_of(meta.get("llm_wrong_fix"), f"{folder.name}: llm_wrong_fix"),
-        root=folder,
-    )
-
-
-def load_cases(patterns: str | None = None) -> list[Case]:
-    """Every case (sorted by id) whose id matches one of the comma-separated glob ``patterns``."""
-    globs = [p.strip() for p in (patterns or "*").split(",") if p.strip()]
-    cases = [
-        load_case(folder)
-        for folder in sorted(CASES_DIR.iterdir())
-        if (folder / "case.json").is_file() and any(fnmatch.fnmatch(folder.name, g) for g in globs)
-    ]
-    if not cases:
-        raise SystemExit(f"no case matches {patterns!r}")
-    return cases
-
-
-def copy_case(case: Case, dest: Path, *, git: bool = True) -> Path:
-    """The case's files (not ``case.json``) in ``dest``, committed as a git repository."""
-    shutil.copytree(case.root, dest, ignore=shutil.ignore_patterns("case.json", "__pycache__"))
-    if git:
-        init_git_repo(dest, f"{case.id}: broken")
-    return dest
-
-
-def apply_case_fix(repo: Path, fix: CaseFix) -> None:
-    """Apply ``fix``'s replace edits in order (each ``old`` must occur exactly once)."""
-    for e in fix.edits:
-        path = repo / e["path"]
-        text = path.read_text(encoding="utf-8")
-        if text.count(e["old"]) != 1:
-            raise ValueError(f"{e['path']}: old text occurs {text.count(e['old'])} times")
-        path.write_text(text.replace(e["old"], e["new"], 1), encoding="utf-8")
-
-
 # --------------------------------------------------------------------------- corpus check
 
 
-def _direct_env(home: Path) -> dict[str, str]:
-    venv_bin = Path(sys.prefix) / "bin"
-    return {
-        "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",
-        "HOME": str(home),
-        "CI": "true",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "NO_COLOR": "1",
-        "LANG": "C.UTF-8",
-    }
-
-
-def _run_direct(command: str, repo: Path, home: Path) -> tuple[int, float, str]:
-    start = time.perf_counter()
-    done = subprocess.run(
-        command,
-        shell=True,
-        cwd=repo,
-        env=_direct_env(home),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    return done.returncode, time.perf_counter() - start, (done.stdout + done.stderr)[-2000:]
+def _run_direct(command: str, repo: Path, home: Path, timeout_s: float = 120.0) -> tuple[int, float, str]:
+    """Run ``command`` outside ARCS; a timeout counts as a failing run (exit -1)."""
+    code, seconds, out = run_command(command, repo, direct_env(home), timeout_s)
+    return (-1 if code is None else code), seconds, out
 
 
 def check_case(case: Case) -> Record:
@@ -223,13 +117,22 @@ def check_case(case: Case) -> Record:
         base = Path(tmp)
         broken = copy_case(case, base / "broken", git=False)
         target = broken / case.expected_path
-        if not target.is_file():
+        if case.expect_verdict == "environment":
+            pass  # nothing to fix in the code: the expected verdict is `environment`
+        elif not target.is_file():
             problems.append(f"expected_fix.path {case.expected_path} does not exist")
         elif case.expected_contains in target.read_text(encoding="utf-8"):
             problems.append("expected_fix.contains is already in the broken file")
-        rc, times["broken_s"], out = _run_direct(case.test_command, broken, base)
+        timeout = 20.0 if "hang" in case.tags else 120.0
+        rc, times["broken_s"], out = _run_direct(case.test_command, broken, base, timeout)
         if rc == 0:
             problems.append("the tests pass on the broken tree")
+        if "hang" in case.tags and rc != -1:
+            problems.append(f"a hang case must time out on the broken tree (exit {rc})")
+        if case.expect_verdict == "environment":
+            if not any(s in out for s in ENVIRONMENT_SIGNS):
+                problems.append(f"no sign of a missing tool or module in the output:\n{out}")
+            return {"id": case.id, "ok": not problems, "problems": problems, "times_s": times}
         for name, fix, want_pass in (("fixed", case.llm_fix, True), ("wrong", case.llm_wrong_fix, False)):
             if fix is None:
                 if name == "fixed":
@@ -330,7 +233,7 @@ def _rounds(trace: Trace) -> list[Record]:
 def _why_unfixed(case: Case, trace: Trace, expected_ids: list[str]) -> str:
     """One line: the verdict, the loop's reason, and what the trace shows about the cause."""
     out = trace.outcome
-    if out.verdict in ("not_reproducible", "flaky"):
+    if out.verdict in ("not_reproducible", "flaky", "environment"):
         return f"{out.verdict}: {out.reason}"
     base = trace.reproduction.baseline
     notes: list[str] = []
@@ -355,15 +258,18 @@ def _why_unfixed(case: Case, trace: Trace, expected_ids: list[str]) -> str:
 
 def summarize_run(case: Case, report: FixReport | None, wall_s: float, repo: Path, error: str = "") -> Record:
     """The per-case record of one ``fix`` call (``report`` None: it raised ``error``)."""
-    record: Record = {
-        "id": case.id,
-        "language": case.language,
-        "bug_class": case.bug_class,
-        "test_command": case.test_command,
-        "wall_s": round(wall_s, 3),
-    }
+    record: Record = case_facts(case) | {"wall_s": round(wall_s, 3)}
     if report is None:
-        record.update(fixed=False, verdict="error", reason=error, why=f"error: {error}", rounds=0)
+        record.update(
+            fixed=False,
+            verdict="error",
+            reason=error,
+            why=f"error: {error}",
+            rounds=0,
+            candidates=0,
+            executions=0,
+            llm_calls=0,
+        )
         return record
     result = report.result
     trace = result.trace
@@ -386,6 +292,7 @@ def summarize_run(case: Case, report: FixReport | None, wall_s: float, repo: Pat
         executions=result.spend.executions,
         loop_wall_s=round(result.spend.wall_s, 3),
         reproduce_s=round(trace.reproduction.timings.get("total_s", 0.0), 3),
+        llm_calls=result.usage.calls,
         tokens=result.spend.tokens,
         usd=round(result.spend.usd, 6),
         usage={
@@ -412,6 +319,10 @@ def summarize_run(case: Case, report: FixReport | None, wall_s: float, repo: Pat
     )
     if not result.fixed:
         record["why"] = _why_unfixed(case, trace, expected_ids)
+    if result.verdict in RECHECKED_VERDICTS:
+        # The claim is checked outside the loop: the patch on a fresh copy, the exact command.
+        record.update(recheck(case, result.patch))
+        record["false_fixed"] = result.verdict == "fixed" and record["recheck_exit"] != 0
     return record
 
 
@@ -670,7 +581,12 @@ def render_markdown(results: Record) -> str:
             f"Tier 0, run {t0['date']}: `{o['command']}`; {len(t0['cases'])} cases, jobs {o['jobs']}, "
             f"candidates run {o['parallel']} at a time, budget {o['budget']}; {results['machine']['cpu']}, "
             f"{results['machine']['cpus_available']} CPUs, 1-min load average {t0['loadavg'][0]:.1f} -> "
-            f"{t0['loadavg'][1]:.1f} (other jobs shared the machine); the whole pass took {t0['elapsed_s']:.0f} s."
+            f"{t0['loadavg'][1]:.1f} (other jobs shared the machine); the whole pass took {t0['elapsed_s']:.0f} s"
+            + (
+                " (it also ran the verdict cases of the last section; these tables cover the `base` group)."
+                if "code" in t0
+                else "."
+            )
         )
         lines.append("")
         rows: list[list[object]] = []
@@ -872,11 +788,80 @@ def _render_only() -> int:
         results["tier0"]["summary"] = summarize_tier0(results["tier0"]["cases"])
     if "scripted_llm" in results:
         results["scripted_llm"]["summary"] = summarize_scripted(results["scripted_llm"]["cases"])
+    for parts in results.get("verdicts", {}).values():
+        for run in parts.values():
+            run["summary"] = summarize_part(run["cases"])
+    _write(results)
+    return 0
+
+
+def _write(results: Record) -> None:
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     RESULTS_JSON.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     text = render_markdown(results)
+    verdict_text = render_verdicts(results.get("verdicts", {}))
+    if verdict_text:
+        text = text + "\n\n" + verdict_text
     update_results_md("Repair", "repair", text)
     print(text)
+    print(f"wrote {RESULTS_JSON} and the ## Repair block of bench/RESULTS.md", file=sys.stderr)
+
+
+def code_info() -> Record:
+    """Which copy of the ARCS code this process imports (``jobs``), its git HEAD and local changes."""
+    import jobs
+
+    root = Path(jobs.__file__).resolve().parent.parent
+
+    def git_out(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False)
+        return done.stdout.strip()
+
+    status = git_out("status", "--short", "--untracked-files=no")
+    return {
+        "jobs_dir": str(root),
+        "head": git_out("rev-parse", "HEAD"),
+        "dirty_files": len(status.splitlines()) if status else 0,
+    }
+
+
+def _run_one(args: argparse.Namespace, budget: Budget) -> int:
+    """Child mode (``--one ID``): repair one case, write its record to ``--one-out``."""
+    import traceback
+
+    case = find_case(args.one)
+    start = time.perf_counter()
+    try:
+        if args.one_mode == "llm":
+            record = run_scripted(case, budget, args.parallel, args.keep_traces)
+        else:
+            record = run_tier0(case, budget, args.parallel, args.keep_traces)
+    except Exception as exc:  # a broken case must not end the whole bench: report it
+        tail = traceback.format_exc().strip().splitlines()[-6:]
+        record = case_facts(case) | {
+            "fixed": False,
+            "verdict": "error",
+            "reason": f"{type(exc).__name__}: {exc}",
+            "why": f"error: {type(exc).__name__}: {exc}",
+            "traceback": tail,
+            "wall_s": round(time.perf_counter() - start, 3),
+            "rounds": 0,
+            "candidates": 0,
+            "executions": 0,
+        }
+    Path(args.one_out).write_text(json.dumps(record, sort_keys=True), encoding="utf-8")
     return 0
+
+
+def _child_args(args: argparse.Namespace) -> list[str]:
+    out = ["--parallel", str(args.parallel), "--budget-wall", str(args.budget_wall)]
+    if args.budget_iterations is not None:
+        out += ["--budget-iterations", str(args.budget_iterations)]
+    if args.budget_executions is not None:
+        out += ["--budget-executions", str(args.budget_executions)]
+    if args.keep_traces is not None:
+        out += ["--keep-traces", str(args.keep_traces.resolve())]
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -889,6 +874,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--scripted-llm", action="store_true", help="also run the large tier against the scripted model"
     )
     p.add_argument("--cases", metavar="GLOB", help="case ids to run (comma-separated globs; default all)")
+    p.add_argument(
+        "--corpus",
+        default="ours",
+        metavar="NAMES",
+        help="comma-separated corpora: ours (bench/repair/cases), outside (bench/outside/cases); default ours",
+    )
+    p.add_argument(
+        "--label",
+        choices=("before", "after"),
+        help="store the run as the before/after measurement of the verdict work (merged by case id)",
+    )
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="cases repaired concurrently (default 1)")
     p.add_argument(
         "--parallel",
@@ -902,6 +898,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--budget-wall", type=float, default=600.0, metavar="S", help="seconds per case (default 600)"
     )
+    p.add_argument(
+        "--case-cap",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="kill a case's process after S seconds and record `no_verdict` (default 300)",
+    )
+    p.add_argument(
+        "--in-process", action="store_true", help="run cases in this process (no cap, no isolation)"
+    )
     p.add_argument("--check", action="store_true", help="only validate the corpus (no ARCS)")
     p.add_argument("--keep-traces", type=Path, metavar="DIR", help="copy every trace into DIR")
     p.add_argument("--no-write", action="store_true", help="do not write bench/results or RESULTS.md")
@@ -910,12 +916,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="only recompute the summaries of bench/results/repair.json and rewrite the RESULTS.md block",
     )
+    p.add_argument("--one", metavar="ID", help=argparse.SUPPRESS)
+    p.add_argument("--one-mode", choices=("tier0", "llm"), default="tier0", help=argparse.SUPPRESS)
+    p.add_argument("--one-out", metavar="FILE", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.jobs < 1 or args.parallel < 1:
         p.error("--jobs and --parallel must be at least 1")
     if args.render:
         return _render_only()
-    cases = load_cases(args.cases)
+
+    changes: dict[str, float] = {"wall_s": args.budget_wall}
+    if args.budget_iterations is not None:
+        changes["iterations"] = args.budget_iterations
+    if args.budget_executions is not None:
+        changes["executions"] = args.budget_executions
+    budget = Budget().with_(**changes)
+    if args.one:
+        return _run_one(args, budget)
+
+    corpora = tuple(c.strip() for c in args.corpus.split(",") if c.strip())
+    unknown = [c for c in corpora if c not in ("ours", "outside")]
+    if unknown or not corpora:
+        p.error(f"unknown corpus {', '.join(unknown) or '(none)'}: use ours, outside")
+    cases = load_cases(args.cases, corpora)
 
     if args.check:
         bad = 0
@@ -928,45 +951,80 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{len(cases) - bad}/{len(cases)} cases valid")
         return 1 if bad else 0
 
-    changes: dict[str, float] = {"wall_s": args.budget_wall}
-    if args.budget_iterations is not None:
-        changes["iterations"] = args.budget_iterations
-    if args.budget_executions is not None:
-        changes["executions"] = args.budget_executions
-    budget = Budget().with_(**changes)
     budget_text = (
         f"{budget.iterations} rounds / {budget.executions} executions / {budget.wall_s:g} s wall per case"
     )
     command = "python -m bench.repair.run " + " ".join(argv if argv is not None else sys.argv[1:])
+    code = code_info()
+    print(
+        f"ARCS code imported from {code['jobs_dir']} (HEAD {code['head'][:9]}, "
+        f"{code['dirty_files']} files changed)",
+        file=sys.stderr,
+    )
     options = {
         "command": command.strip(),
         "jobs": args.jobs,
         "parallel": args.parallel,
         "budget": budget_text,
         "cases": args.cases or "*",
+        "corpus": ",".join(corpora),
+        "case_cap_s": None if args.in_process else args.case_cap,
     }
     results: Record = {}
-    if RESULTS_JSON.is_file() and not args.cases:
+    if RESULTS_JSON.is_file():
         with contextlib.suppress(ValueError):
             results = json.loads(RESULTS_JSON.read_text(encoding="utf-8"))
     results["machine"] = machine_info()
+    child = _child_args(args)
 
-    if args.tier == "0":
-        records, load, elapsed = _run_part(
-            "tier0",
-            lambda c: run_tier0(c, budget, args.parallel, args.keep_traces),
-            cases,
-            args.jobs,
-            _show_fix,
-        )
-        results["tier0"] = {
+    def tier0(c: Case) -> Record:
+        if args.in_process:
+            return run_tier0(c, budget, args.parallel, args.keep_traces)
+        return run_isolated(c, "tier0", child, args.case_cap)
+
+    def scripted(c: Case) -> Record:
+        if args.in_process:
+            return run_scripted(c, budget, args.parallel, args.keep_traces)
+        return run_isolated(c, "llm", child, args.case_cap)
+
+    def store(part: str, records: list[Record], load: list[float], elapsed: float) -> None:
+        if not args.label:
+            return
+        slot = results.setdefault("verdicts", {}).setdefault(args.label, {})
+        old = slot.get(part, {}).get("cases", [])
+        merged = merge_records(old, records)
+        run = {"date": today(), "command": options["command"], "code": code, "loadavg": load}
+        # Every run that contributed records (a filtered run replaces only its own cases).
+        runs = [*slot.get(part, {}).get("runs", []), {**run, "elapsed_s": elapsed, "cases": len(records)}]
+        slot[part] = {
+            "runs": runs,
             "date": today(),
             "options": options,
+            "code": code,
             "loadavg": load,
             "elapsed_s": elapsed,
-            "summary": summarize_tier0(records),
-            "cases": records,
+            "summary": summarize_part(merged),
+            "cases": merged,
         }
+
+    full_ours = "ours" in corpora and not args.cases
+    if args.tier == "0":
+        records, load, elapsed = _run_part("tier0", tier0, cases, args.jobs, _show_fix)
+        for part in corpora:
+            store(part, [r for r in records if r.get("corpus", "ours") == part], load, elapsed)
+        if full_ours:
+            base = [
+                r for r in records if r.get("corpus", "ours") == "ours" and r.get("group", "base") == "base"
+            ]
+            results["tier0"] = {
+                "date": today(),
+                "options": options,
+                "code": code,
+                "loadavg": load,
+                "elapsed_s": elapsed,
+                "summary": summarize_tier0(base),
+                "cases": base,
+            }
     if args.scripted_llm:
         llm_cases = [c for c in cases if c.is_llm_case]
         if not llm_cases:
@@ -976,7 +1034,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             records, load, elapsed = _run_part(
                 "llm",
-                lambda c: run_scripted(c, budget, args.parallel, args.keep_traces),
+                scripted,
                 llm_cases,
                 args.jobs,
                 lambda r: (
@@ -985,28 +1043,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                     + f" answers={' '.join(r.get('answers', []))} usd={r.get('usd')}"
                 ),
             )
+            store("scripted", records, load, elapsed)
             from jobs.fix import DEFAULT_MODEL
 
-            results["scripted_llm"] = {
-                "date": today(),
-                "options": options,
-                "loadavg": load,
-                "elapsed_s": elapsed,
-                "model": DEFAULT_MODEL,
-                "summary": summarize_scripted(records),
-                "cases": records,
-            }
+            slips = [r for r in records if r.get("expect_verdict") != "environment"]
+            if slips and not args.cases:
+                results["scripted_llm"] = {
+                    "date": today(),
+                    "options": options,
+                    "loadavg": load,
+                    "elapsed_s": elapsed,
+                    "model": DEFAULT_MODEL,
+                    "summary": summarize_scripted(slips),
+                    "cases": slips,
+                }
 
-    text = render_markdown(results)
-    print(text)
-    if args.no_write or args.cases:
+    if args.no_write or (args.cases and not args.label):
+        print(render_markdown(results))
         if args.cases and not args.no_write:
-            print("(--cases given: results not written)", file=sys.stderr)
+            print("(--cases given without --label: results not written)", file=sys.stderr)
         return 0
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    RESULTS_JSON.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    update_results_md("Repair", "repair", text)
-    print(f"wrote {RESULTS_JSON} and the ## Repair block of bench/RESULTS.md", file=sys.stderr)
+    _write(results)
     return 0
 
 
