@@ -24,8 +24,8 @@ def _summary(environ: dict[str, str]) -> str:
     return Path(environ["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8")
 
 
-def _push_env(world: World, token: str | None, **inputs: str) -> tuple[dict[str, str], str]:
-    sha = world.double.branch_sha(REPO, "master")
+def _push_env(world: World, token: str | None, repo: str = REPO, **inputs: str) -> tuple[dict[str, str], str]:
+    sha = world.double.branch_sha(repo, "master")
     assert sha is not None
     payload = event("push")
     payload["after"] = sha
@@ -35,8 +35,9 @@ def _push_env(world: World, token: str | None, **inputs: str) -> tuple[dict[str,
         payload=payload,
         sha=sha,
         ref=payload["ref"],
-        workspace=world.workspace(sha),
+        workspace=world.workspace(sha, repo),
         token=token,
+        repo=repo,
         inputs=inputs,
     )
     return environ, sha
@@ -365,20 +366,7 @@ def test_a_partial_fix_is_published_only_when_arcs_yml_asks(world: World, asked:
     if asked:
         files[".arcs.yml"] = "open_pr_on_partial: true\n"
     world.double.add_repo(repo, files, default_branch="master", installation=world.installation)
-    sha = world.double.branch_sha(repo, "master")
-    assert sha is not None
-    payload = event("push")
-    payload["after"] = sha
-    payload["head_commit"]["id"] = sha
-    environ = world.environ(
-        event_name="push",
-        payload=payload,
-        sha=sha,
-        ref=payload["ref"],
-        workspace=world.workspace(sha, repo),
-        token=world.token(repo=repo),
-        repo=repo,
-    )
+    environ, _ = _push_env(world, world.token(repo=repo), repo)
     outcome = world.run(environ)
 
     assert outcome.verdict == "partial" and not outcome.fixed and outcome.exit_code == 1, outcome
