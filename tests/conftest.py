@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -132,3 +134,29 @@ def pg_create_db() -> Iterator[CreateDb]:
         for name in created:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     admin.dispose()
+
+
+@contextlib.contextmanager
+def qdrant_folder_held(path: Path) -> Iterator[None]:
+    """Another process holds the embedded Qdrant folder ``path`` (local mode admits one client)
+    until the block ends."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from qdrant_client import QdrantClient; "
+            f"c = QdrantClient(path={str(path)!r}); print('ready', flush=True); "
+            "sys.stdin.read(); c.close()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdin is not None and holder.stdout is not None
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        yield
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+        holder.stdout.close()

@@ -2,8 +2,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +12,7 @@ from bot.cli.index_cmd import parse_hint
 from bot.errors import UsageError
 from bot.settings import Settings
 from indexing.model import Location
-from tests.conftest import MakeRepo
+from tests.conftest import MakeRepo, qdrant_folder_held
 
 FILES = {
     "app/tax.py": 'def compute_vat(amount, rate):\n    """Value added tax."""\n    return amount * rate\n',
@@ -163,20 +161,7 @@ def test_locked_qdrant_folder_is_exit_2(
     assert main(["index", str(repo)], settings=settings) == 0
     manifest_before = {p.name: p.read_bytes() for p in settings.index_dir.iterdir()}
     capsys.readouterr()
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from qdrant_client import QdrantClient; "
-            f"c = QdrantClient(path={str(settings.qdrant_path)!r}); print('ready', flush=True); "
-            "sys.stdin.read(); c.close()",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+    with qdrant_folder_held(settings.qdrant_path):
         (repo / "app/new.py").write_text("def added():\n    pass\n")
         assert main(["index", str(repo)], settings=settings) == 2
         err = capsys.readouterr().err
@@ -184,11 +169,6 @@ def test_locked_qdrant_folder_is_exit_2(
         assert "in use by another process" in _one_error_line(err)
         assert main(["search", str(repo), "tax", "--json"], settings=settings) == 2
         assert json.loads(capsys.readouterr().out)["exit_code"] == 2
-    finally:
-        assert holder.stdin is not None
-        holder.stdin.close()
-        holder.wait(timeout=30)
-        holder.stdout.close()  # type: ignore[union-attr]
     # nothing was half-written, and the next run picks up the change
     assert {p.name: p.read_bytes() for p in settings.index_dir.iterdir()} == manifest_before
     assert main(["index", str(repo), "--json"], settings=settings) == 0

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from bot.settings import Settings
 from indexing import snapshot
 from indexing.index import RepoIndex
 from indexing.model import Query
-from tests.conftest import git
+from tests.conftest import git, qdrant_folder_held
 from tests.indexing.conftest import OpenIndex
 
 QUERIES = [Query("compute the value added tax of an amount", k=5), Query("end a user's session", k=5)]
@@ -39,28 +37,12 @@ def test_read_only_works_while_another_process_holds_the_store(
     index = open_index(sample_repo)
     index.refresh()
     index.close()
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from qdrant_client import QdrantClient; "
-            f"c = QdrantClient(path={str(settings.qdrant_path)!r}); print('ready', flush=True); "
-            "sys.stdin.read(); c.close()",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
-        with RepoIndex.open(settings, sample_repo, read_only=True) as ro:
-            hits = ro.retriever().search(QUERIES[0])
-            assert "compute_vat" in [h.chunk.symbol for h in hits]
-    finally:
-        assert holder.stdin is not None
-        holder.stdin.close()
-        holder.wait(timeout=30)
-        holder.stdout.close()  # type: ignore[union-attr]
+    with (
+        qdrant_folder_held(settings.qdrant_path),
+        RepoIndex.open(settings, sample_repo, read_only=True) as ro,
+    ):
+        hits = ro.retriever().search(QUERIES[0])
+        assert "compute_vat" in [h.chunk.symbol for h in hits]
 
 
 def test_a_stale_snapshot_is_never_used(settings: Settings, sample_repo: Path, open_index: OpenIndex) -> None:

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +12,7 @@ from indexing.index import chunk_payload, collection_name, sparse_text
 from indexing.model import Chunk
 from indexing.store import PointData, QdrantStore, StoreFilter, ancestor_dirs, point_id
 from indexing.tokens import SparseVec, document_vector, query_vector
+from tests.conftest import qdrant_folder_held
 from tests.indexing.conftest import OpenIndex
 
 
@@ -195,27 +194,11 @@ def test_empty_queries_return_nothing(store: QdrantStore) -> None:
 
 def test_locked_folder_is_a_config_error(settings: Settings) -> None:
     settings.qdrant_path.mkdir(parents=True, exist_ok=True)
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from qdrant_client import QdrantClient; "
-            f"c = QdrantClient(path={str(settings.qdrant_path)!r}); print('ready', flush=True); "
-            "sys.stdin.read(); c.close()",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
-        with pytest.raises(ConfigError, match="in use by another process"):
-            QdrantStore.open(settings)
-    finally:
-        assert holder.stdin is not None
-        holder.stdin.close()
-        holder.wait(timeout=30)
-        holder.stdout.close()  # type: ignore[union-attr]
+    with (
+        qdrant_folder_held(settings.qdrant_path),
+        pytest.raises(ConfigError, match="in use by another process"),
+    ):
+        QdrantStore.open(settings)
     QdrantStore.open(settings).close()  # released: opens fine again
 
 
