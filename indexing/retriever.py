@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -84,6 +85,11 @@ _CONTAINER_KINDS = frozenset({"class", "class_skeleton"})
 _CALLABLE_KINDS = frozenset({"function", "method"})
 _MAX_CALLEES = 12
 
+_CHUNK_CACHE_LIMIT = 200_000
+"""Chunks kept per collection across queries (cleared when full: a long-lived worker's bound)."""
+_MEMO_LIMIT = 4096
+"""Resolved hint paths / query symbols remembered per retriever."""
+
 Vector = npt.NDArray[np.float32]
 
 Expander = Callable[[Vector | None, SparseVec | None, StoreFilter, Sequence[str], Sequence[str]], int]
@@ -132,15 +138,81 @@ def store_filter(filters: SearchFilters) -> StoreFilter:
     )
 
 
-@dataclass
+@dataclass(slots=True)
+class _Entry:
+    """A stored chunk as the ranking needs it, derived once from its payload (see :class:`_ChunkCache`)."""
+
+    payload: Mapping[str, Any]
+    chunk: Chunk
+    test: bool
+    """``is_test_path(chunk.path)``."""
+    names: frozenset[str]
+    """What a named symbol matches: symbol, qualified name and defines."""
+    tokens: frozenset[str] | None = None
+    """Lexical tokens of path, name, signature and text (computed when first explained)."""
+
+    def token_set(self) -> frozenset[str]:
+        if self.tokens is None:
+            ch = self.chunk
+            self.tokens = frozenset(code_tokens(f"{ch.path} {ch.qualified_name} {ch.signature} {ch.text}"))
+        return self.tokens
+
+
+class _ChunkCache:
+    """Per-collection :class:`_Entry` objects by point id, reused across queries and retrievers.
+
+    Rebuilding a :class:`Chunk` from its payload (and classifying it) for every candidate of every
+    query was a large share of a query's time. An entry is reused only for the very payload object
+    it was built from, or an equal one: an upsert replaces the payload (a chunk that moved keeps its
+    id but not its lines), so a stale entry is never served.
+    """
+
+    def __init__(self, limit: int = _CHUNK_CACHE_LIMIT) -> None:
+        self._items: dict[str, _Entry] = {}
+        self._limit = limit
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def entry(self, pid: str, payload: Mapping[str, Any]) -> _Entry:
+        """The entry of point ``pid`` with ``payload`` (built and remembered when not cached)."""
+        e = self._items.get(pid)
+        if e is not None and (e.payload is payload or e.payload == payload):
+            return e
+        chunk = chunk_from_payload(payload)
+        names = frozenset({chunk.symbol, chunk.qualified_name, *chunk.defines} - {""})
+        e = _Entry(payload, chunk, is_test_path(chunk.path), names)
+        if len(self._items) >= self._limit:
+            self._items.clear()
+        self._items[pid] = e
+        return e
+
+
+_CACHES: weakref.WeakKeyDictionary[object, dict[str, _ChunkCache]] = weakref.WeakKeyDictionary()
+"""Chunk caches by store, then collection: shared by every retriever over the same open store."""
+
+
+def _chunk_cache(store: object, collection: str) -> _ChunkCache:
+    try:
+        per_store = _CACHES.setdefault(store, {})
+    except TypeError:  # a store that cannot be weakly referenced: a cache for this retriever only
+        return _ChunkCache()
+    return per_store.setdefault(collection, _ChunkCache())
+
+
+@dataclass(slots=True)
 class _Candidate:
     id: str
-    chunk: Chunk
+    entry: _Entry
     base: float
     vector: Vector | None
     from_query: bool
     reasons: list[str] = field(default_factory=list)
     boost: float = 0.0
+
+    @property
+    def chunk(self) -> Chunk:
+        return self.entry.chunk
 
     @property
     def score(self) -> float:
@@ -187,6 +259,13 @@ class HybridRetriever:
         self.dir_beam = dir_beam
         self.file_beam = file_beam
         self.expander = expander
+        self._chunks = _chunk_cache(store, collection)
+        # Memos of pure functions of (root, known paths) and of the query text: a query resolves
+        # its hints and extracts its symbols at several stages.
+        self._resolved: dict[str, str | None] = {}
+        self._resolved_for: tuple[Path | None, frozenset[str]] = (root, self.known_paths)
+        self._symbol_memo: dict[str, tuple[str, ...]] = {}
+        self._sparse_memo: dict[str, SparseVec] = {}
 
     # -- query vectors ---------------------------------------------------------------------------
 
@@ -195,17 +274,26 @@ class HybridRetriever:
         if not text:
             return None, None
         dense = self.embedder.embed([text])[0] if query.mode in ("dense", "hybrid") else None
-        sparse = query_vector(text) if query.mode in ("sparse", "hybrid") else None
+        sparse = self._query_vector(text) if query.mode in ("sparse", "hybrid") else None
         return dense, sparse
+
+    def _query_vector(self, text: str) -> SparseVec:
+        """:func:`query_vector`, remembered per text (a repeated query skips the tokenizer)."""
+        vec = self._sparse_memo.get(text)
+        if vec is None:
+            if len(self._sparse_memo) >= _MEMO_LIMIT:
+                self._sparse_memo.clear()
+            vec = self._sparse_memo[text] = query_vector(text)
+        return vec
 
     def _expand(self, query: Query, dense: Vector | None, sparse: SparseVec | None, flt: StoreFilter) -> None:
         """Lazy mode: embed what this query may rank before ranking (no-op when all is embedded)."""
         if self.expander is None or (dense is None and query.mode != "hybrid"):
             return  # a sparse-only query needs no chunk vectors
         hint_paths = list(dict.fromkeys(p for p, _ in self._hints(query)))
-        symbols = tuple(query.symbols) or query_symbols(query.text)
+        symbols = self._symbols(query)
         # The lexical vector steers the expansion even for a dense-only query.
-        self.expander(dense, sparse or query_vector(query.text), flt, hint_paths, symbols)
+        self.expander(dense, sparse or self._query_vector(query.text), flt, hint_paths, symbols)
 
     # -- public API ------------------------------------------------------------------------------
 
@@ -272,6 +360,16 @@ class HybridRetriever:
 
     def resolve_path(self, raw: str) -> str | None:
         """Map a hint path (absolute, ``./x``, a CI runner's checkout path…) to an indexed path."""
+        if self._resolved_for != (self.root, self.known_paths):
+            self._resolved, self._resolved_for = {}, (self.root, self.known_paths)
+        if raw in self._resolved:
+            return self._resolved[raw]
+        if len(self._resolved) >= _MEMO_LIMIT:
+            self._resolved.clear()
+        out = self._resolved[raw] = self._resolve_path(raw)
+        return out
+
+    def _resolve_path(self, raw: str) -> str | None:
         p = raw.strip().replace("\\", "/")
         if self.root is not None and PurePosixPath(p).is_absolute():
             root = self.root.as_posix().rstrip("/") + "/"
@@ -288,6 +386,20 @@ class HybridRetriever:
         # A shorter one ("login.py"): only when it names exactly one indexed file.
         partial = [k for k in self.known_paths if k.endswith("/" + p)]
         return partial[0] if len(partial) == 1 else None
+
+    def _symbols(self, query: Query) -> tuple[str, ...]:
+        """The symbols the query names: the caller's, else those extracted from its text."""
+        if query.symbols:
+            return tuple(query.symbols)
+        found = self._symbol_memo.get(query.text)
+        if found is None:
+            if len(self._symbol_memo) >= _MEMO_LIMIT:
+                self._symbol_memo.clear()
+            found = self._symbol_memo[query.text] = query_symbols(query.text)
+        return found
+
+    def _candidate(self, hit: StoredHit, base: float, from_query: bool) -> _Candidate:
+        return _Candidate(hit.id, self._chunks.entry(hit.id, hit.payload), base, hit.vector, from_query)
 
     def _hints(self, query: Query) -> list[tuple[str, int]]:
         out: list[tuple[str, int]] = []
@@ -308,11 +420,10 @@ class HybridRetriever:
         cands: dict[str, _Candidate] = {}
         top = max((h.score for h in hits), default=0.0)
         for h in hits:
-            base = h.score / top if top > 0 else 0.0
-            cands[h.id] = _Candidate(h.id, chunk_from_payload(h.payload), base, h.vector, True)
+            cands[h.id] = self._candidate(h, h.score / top if top > 0 else 0.0, True)
 
         hints = self._hints(query)
-        symbols = tuple(query.symbols) or query_symbols(query.text)
+        symbols = self._symbols(query)
         extra: list[StoredHit] = []
         if hints:
             hint_paths = tuple(sorted({p for p, _ in hints}))
@@ -324,20 +435,21 @@ class HybridRetriever:
             extra += self.store.scroll(self.collection, dataclasses.replace(flt, symbols=symbols), limit=200)
         for h in extra:
             if h.id not in cands:
-                cands[h.id] = _Candidate(h.id, chunk_from_payload(h.payload), 0.0, h.vector, False)
+                cands[h.id] = self._candidate(h, 0.0, False)
 
         about_tests = self._about_tests(query, flt)
         if not about_tests:
             # A repair query wants the code under test; a failing test's own text matches its log best.
             for c in cands.values():
-                if is_test_path(c.chunk.path):
+                if c.entry.test:
                     c.base *= TEST_BASE_WEIGHT
-        for c in cands.values():
-            reason = scope_reasons.get(c.chunk.path) or next(
-                (r for d, r in scope_reasons.items() if c.chunk.path.startswith(d + "/")), None
-            )
-            if reason:
-                c.reasons.append(reason)
+        if scope_reasons:
+            for c in cands.values():
+                reason = scope_reasons.get(c.chunk.path) or next(
+                    (r for d, r in scope_reasons.items() if c.chunk.path.startswith(d + "/")), None
+                )
+                if reason:
+                    c.reasons.append(reason)
         self._boost_hints(cands, hints, about_tests=about_tests)
         self._boost_callees(cands, hints, flt, about_tests=about_tests)
         self._boost_symbols(cands, symbols, about_tests=about_tests)
@@ -346,21 +458,21 @@ class HybridRetriever:
         ordered = sorted(cands.values(), key=_Candidate.sort_key)
         kept = self._filter_redundant(ordered, query.redundancy_threshold, query.k)
         dense_ranks = self._rank_by_cosine(cands, dense) if dense is not None else {}
+        wanted = list(dict.fromkeys(code_tokens(query.text))) if query.mode in ("sparse", "hybrid") else []
         return [
-            SearchHit(c.chunk, c.score, (*self._why(query, c, dense_ranks.get(c.id)), *c.reasons))
+            SearchHit(c.chunk, c.score, (*self._why(c, dense_ranks.get(c.id), wanted), *c.reasons))
             for c in kept
         ]
 
     @staticmethod
-    def _why(query: Query, cand: _Candidate, dense_rank: int | None) -> list[str]:
-        """Why the first stage retrieved ``cand``: its dense rank and the query terms it contains."""
+    def _why(cand: _Candidate, dense_rank: int | None, wanted: Sequence[str]) -> list[str]:
+        """Why the first stage retrieved ``cand``: its dense rank and the query terms it contains
+        (``wanted``: the query's distinct tokens; empty for a dense-only query)."""
         if not cand.from_query:
             return []
         out: list[str] = [f"dense#{dense_rank}"] if dense_rank is not None else []
-        if query.mode in ("sparse", "hybrid"):
-            wanted = list(dict.fromkeys(code_tokens(query.text)))
-            ch = cand.chunk
-            have = set(code_tokens(f"{ch.path} {ch.qualified_name} {ch.signature} {ch.text}"))
+        if wanted:
+            have = cand.entry.token_set()
             matched = [t for t in wanted if t in have]
             if matched:
                 out.append("sparse: " + ", ".join(matched[:5]))
@@ -403,10 +515,11 @@ class HybridRetriever:
         return weights
 
     @staticmethod
-    def _tightest(cands: Mapping[str, _Candidate], path: str, line: int) -> _Candidate | None:
-        containing = [
-            c for c in cands.values() if c.chunk.path == path and line > 0 and c.chunk.contains_line(line)
-        ]
+    def _tightest(
+        cands: Mapping[str, _Candidate] | Sequence[_Candidate], path: str, line: int
+    ) -> _Candidate | None:
+        pool = cands.values() if isinstance(cands, Mapping) else cands
+        containing = [c for c in pool if c.chunk.path == path and line > 0 and c.chunk.contains_line(line)]
         return min(
             containing,
             key=lambda c: (c.chunk.end_line - c.chunk.start_line, c.chunk.start_line, c.chunk.qualified_name),
@@ -418,10 +531,14 @@ class HybridRetriever:
     ) -> None:
         file_boosted: set[tuple[str, str]] = set()
         weights = self._hint_weights(hints, about_tests=about_tests)
+        by_path: dict[str, list[_Candidate]] = {}
+        if hints:
+            for c in cands.values():
+                by_path.setdefault(c.chunk.path, []).append(c)
         for (path, line), weight in zip(hints, weights, strict=True):
-            in_file = [c for c in cands.values() if c.chunk.path == path]
+            in_file = by_path.get(path, [])
             containing = [c for c in in_file if line > 0 and c.chunk.contains_line(line)]
-            tightest = self._tightest(cands, path, line)
+            tightest = self._tightest(in_file, path, line)
             for c in containing:
                 c.boost += HINT_LINE_BOOST * weight + (HINT_TIGHTEST_BOOST * weight if c is tightest else 0.0)
                 c.reasons.append(f"contains {path}:{line}")
@@ -511,13 +628,13 @@ class HybridRetriever:
         )
         for h in found:
             if h.id not in cands:
-                cands[h.id] = _Candidate(h.id, chunk_from_payload(h.payload), 0.0, h.vector, False)
+                cands[h.id] = self._candidate(h, 0.0, False)
         wanted = set(names)
         out: dict[str, list[_Candidate]] = {}
         for h in found:
             c = cands[h.id]
             ch = c.chunk
-            if ch.kind not in _CALLABLE_KINDS or (not about_tests and is_test_path(ch.path)):
+            if ch.kind not in _CALLABLE_KINDS or (not about_tests and c.entry.test):
                 continue
             if ch.symbol in wanted:
                 out.setdefault(ch.symbol, []).append(c)
@@ -528,9 +645,13 @@ class HybridRetriever:
         """Rank a class chunk just below its best method chunk when they score close (the method is
         the more precise answer, and the class would otherwise hide it through the redundancy filter)."""
         by_path: dict[str, list[_Candidate]] = {}
+        with_container: set[str] = set()
         for c in cands.values():
             by_path.setdefault(c.chunk.path, []).append(c)
-        for group in by_path.values():
+            if c.chunk.kind in _CONTAINER_KINDS:
+                with_container.add(c.chunk.path)
+        for path in [p for p in by_path if p in with_container]:  # candidate order, as before
+            group = by_path[path]
             for cont in group:
                 if cont.chunk.kind not in _CONTAINER_KINDS:
                     continue
@@ -556,16 +677,17 @@ class HybridRetriever:
     ) -> None:
         if not symbols:
             return
+        dotted_symbols = [s for s in symbols if "." in s]
         for c in cands.values():
             ch = c.chunk
-            names = {ch.symbol, ch.qualified_name, *ch.defines} - {""}
-            dotted = next((s for s in symbols if "." in s and _qualified_match(ch.qualified_name, s)), None)
+            names = c.entry.names
+            dotted = next((s for s in dotted_symbols if _qualified_match(ch.qualified_name, s)), None)
             hit = dotted or next((s for s in symbols if s in names), None)
             if hit is not None:
                 amount = SYMBOL_BOOST + (QUALIFIED_SYMBOL_BOOST if dotted else 0.0)
                 if ch.kind in _CONTAINER_KINDS and not dotted and hit not in (ch.symbol, ch.qualified_name):
                     amount *= MEMBER_SYMBOL_WEIGHT  # the name is a member's: its own chunk is the answer
-                if not about_tests and is_test_path(ch.path):
+                if not about_tests and c.entry.test:
                     amount *= TEST_HINT_WEIGHT  # a failing test's name is in every log of it
                 c.boost += amount
                 c.reasons.append(f"defines {hit}")
@@ -573,14 +695,18 @@ class HybridRetriever:
     @staticmethod
     def _filter_redundant(ordered: Sequence[_Candidate], threshold: float | None, k: int) -> list[_Candidate]:
         kept: list[_Candidate] = []
-        kept_vecs: list[Vector] = []
+        kept_vecs: Vector | None = None  # the unit vectors kept so far, rows [:n]
+        n = 0
         for c in ordered:
             if len(kept) >= k:
                 break
             if threshold is not None and c.vector is not None:
                 v = _unit(np.asarray(c.vector, dtype=np.float32))
-                if kept_vecs and float(np.max(np.stack(kept_vecs) @ v)) > threshold:
+                if kept_vecs is None:
+                    kept_vecs = np.empty((k, v.shape[0]), dtype=np.float32)
+                elif n and float(np.max(kept_vecs[:n] @ v)) > threshold:
                     continue
-                kept_vecs.append(v)
+                kept_vecs[n] = v
+                n += 1
             kept.append(c)
         return kept
