@@ -33,6 +33,7 @@ from runners.base import Runner
 from runners.commands import ResolvedCommand
 from runners.execute import run_in_workspace
 from runners.failfast import without_fail_fast
+from runners.hang import HangProbe
 from runners.results import TestFailure, TestRun
 from runners.workspace import ephemeral_workspace
 
@@ -113,6 +114,7 @@ def to_outcome(run: TestRun, *, selected: bool) -> TestOutcome:
         selected=selected,
         command=run.command,
         environment=run.environment,
+        hang_s=run.hang_s,
     )
 
 
@@ -148,8 +150,11 @@ class SandboxWorkbench:
         env: Mapping[str, str] | None = None,
         exclude: Sequence[str] = (),
         toolchain: str = "",
+        hang_probe: HangProbe | None = HangProbe(),  # noqa: B008 - frozen, shared safely
     ) -> None:
         self.repo = Path(repo).resolve()
+        self.hang_probe = hang_probe
+        """Stops a pytest run early when one test hangs (:mod:`runners.hang`); None: off."""
         self.exact = command
         root = self.repo / command.workdir if command.workdir else self.repo
         self.observation = without_fail_fast(command.command, command.framework, root=root)
@@ -228,18 +233,32 @@ class SandboxWorkbench:
         return self._run(change, resolved, selected=selected, timeout_s=timeout_s)
 
     def verify(self, change: AppliedEdits | None, *, timeout_s: float) -> TestOutcome:
-        """Run the exact command as given on base + ``change`` in a fresh copy (never raises for test trouble)."""
-        return self._run(change, self.exact, selected=False, timeout_s=timeout_s)
+        """Run the exact command as given on base + ``change`` in a fresh copy (never raises for test trouble).
+
+        No hang probe here: the verdict rests on the user's command exactly as CI runs it."""
+        return self._run(change, self.exact, selected=False, timeout_s=timeout_s, probe=False)
 
     def _run(
-        self, change: AppliedEdits | None, resolved: ResolvedCommand, *, selected: bool, timeout_s: float
+        self,
+        change: AppliedEdits | None,
+        resolved: ResolvedCommand,
+        *,
+        selected: bool,
+        timeout_s: float,
+        probe: bool = True,
     ) -> TestOutcome:
         self.runs += 1
         with ephemeral_workspace(self.repo, root=self.workspace_root) as ws:
             if change is not None:
                 write_change(ws, change)
             run = run_in_workspace(
-                self.runner, ws, resolved, timeout_s=timeout_s, memory_mb=self.memory_mb, env=self.env
+                self.runner,
+                ws,
+                resolved,
+                timeout_s=timeout_s,
+                memory_mb=self.memory_mb,
+                env=self.env,
+                hang_probe=self.hang_probe if probe else None,
             )
         return to_outcome(run, selected=selected)
 

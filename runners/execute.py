@@ -13,7 +13,18 @@ from pathlib import Path
 from runners.base import Runner
 from runners.commands import ResolvedCommand
 from runners.environment import diagnose
-from runners.results import TestFailure, TestRun, localize, parse_output, strip_ansi
+from runners.hang import HangProbe, HangReport, install, probe_command, read_hang, shell_prefix
+from runners.hang_node import NodeHang, node_hang
+from runners.results import (
+    Frame,
+    TestFailure,
+    TestResult,
+    TestRun,
+    hang_frames,
+    localize,
+    parse_output,
+    strip_ansi,
+)
 
 WorkspaceFactory = Callable[[Path], AbstractContextManager[Path]]
 """Makes a private copy of a tree for one run and removes it afterwards."""
@@ -102,11 +113,15 @@ def run_in_workspace(
     memory_mb: int = 2048,
     env: Mapping[str, str] | None = None,
     setup_network: bool = True,
+    hang_probe: HangProbe | None = None,
 ) -> TestRun:
     """Run ``resolved`` (after its ``setup``) in an existing private ``workspace`` and parse the results.
 
     ``setup`` (``.arcs.yml``) may reach the network when ``setup_network`` (installing dependencies);
-    the tests themselves never do.
+    the tests themselves never do. ``hang_probe`` (pytest and ``node --test``, :mod:`runners.hang`)
+    stops the run early when one test hangs, its probe never longer than a third of ``timeout_s``:
+    the result is ``killed_by="timeout"`` with that test failed as ``timeout`` (frames of where it
+    hung) and, for pytest, the tests observed before it.
     """
     full_env = {**resolved.env, **(env or {})}
     if resolved.setup:
@@ -138,16 +153,38 @@ def run_in_workspace(
             )
             problem = diagnose(failed_setup, output="", command=resolved.command)
             return replace(failed_setup, environment=problem.line if problem else "")
+    if hang_probe is not None:
+        # A test that alone takes a third of the run's time budget is suspect even when the
+        # configured probe is longer: a short candidate timeout makes a short probe.
+        hang_probe = replace(hang_probe, probe_s=min(hang_probe.probe_s, timeout_s / 3))
+    probed = probe_command(resolved, hang_probe) if hang_probe is not None else None
+    shell = resolved.shell
+    if probed is not None and hang_probe is not None:
+        install(workspace, resolved.framework)
+        shell = shell_prefix(hang_probe, resolved.framework) + probed.shell
     execution = runner.run(
         workspace,
-        resolved.shell,
+        shell,
         timeout_s=timeout_s,
         memory_mb=memory_mb,
         env=full_env,
         collect=resolved.collect,
     )
-    run = parse_output(execution, resolved.framework, junit_artifacts=resolved.collect)
-    run = replace(run, command=resolved.command)
+    probing = probed is not None and execution.killed_by is None
+    hang = (
+        read_hang(workspace, exit_code=execution.exit_code, output=execution.stderr)
+        if probing and resolved.framework == "pytest"
+        else None
+    )
+    if hang is not None:
+        run = hang_run(resolved, execution.exit_code, execution.duration_s, hang, execution.stderr)
+    else:
+        run = parse_output(execution, resolved.framework, junit_artifacts=resolved.collect)
+        run = replace(run, command=resolved.command)
+        if probing and resolved.framework == "node" and execution.exit_code != 0:
+            stopped = node_hang(f"{execution.stdout}\n{execution.stderr}")
+            if stopped is not None:
+                run = node_hang_run(run, stopped)
     files = list_repo_files(workspace)
     roots = (*SANDBOX_ROOTS, str(workspace), str(workspace.resolve()))
     if resolved.workdir:
@@ -170,6 +207,7 @@ def run_tests(
     env: Mapping[str, str] | None = None,
     workspace: WorkspaceFactory | None = None,
     setup_network: bool = True,
+    hang_probe: HangProbe | None = None,
 ) -> TestRun:
     """Copy ``repo`` into a fresh workspace, run the tests there, and return per-test results.
 
@@ -186,7 +224,109 @@ def run_tests(
             memory_mb=memory_mb,
             env=env,
             setup_network=setup_network,
+            hang_probe=hang_probe,
         )
+
+
+def hang_run(
+    resolved: ResolvedCommand, exit_code: int, duration_s: float, hang: HangReport, stderr: str
+) -> TestRun:
+    """The :class:`TestRun` of a run the hang probe stopped: the tests it saw finish, and the hung
+    test failed with type ``timeout`` and the frames faulthandler dumped."""
+    outcomes: dict[str, TestResult] = {}
+    for o in hang.observed:
+        bad = o.outcome == "failed"
+        outcome = ("failed" if o.when == "call" else "error") if bad else o.outcome
+        if outcome not in ("passed", "failed", "error", "skipped"):
+            continue
+        prev = outcomes.get(o.id)
+        if prev is not None and prev.outcome in ("failed", "error"):
+            continue  # a teardown pass does not undo a failed call
+        failure = TestFailure(o.id, type=o.type or "failed", message=o.message) if bad else None
+        outcomes[o.id] = TestResult(o.id, outcome, o.duration_s, failure)  # type: ignore[arg-type]
+    frames = hang_frames(stderr)
+    message = (
+        f"timed out: the test ran longer than {hang.limit_s:.1f}s (the run had been going "
+        f"{hang.before_s:.1f}s when it started); stopped as a hang"
+    )
+    inner: Frame | None = frames[-1] if frames else None
+    if inner is not None:
+        where = inner.file.removeprefix("/workspace/")
+        message += f"; it was running {inner.function or '?'} ({where}:{inner.line})"
+    failure = TestFailure(
+        id=hang.test_id,
+        file=inner.file if inner else None,
+        line=inner.line if inner else None,
+        type="timeout",
+        message=message,
+        frames=tuple(frames),
+    )
+    outcomes[hang.test_id] = TestResult(hang.test_id, "failed", hang.limit_s, failure)
+    return TestRun(
+        command=resolved.command,
+        exit_code=exit_code,
+        duration_s=duration_s,
+        results=tuple(outcomes.values()),
+        killed_by="timeout",
+        source="text",
+        framework=resolved.framework,
+        hang_s=hang.limit_s,
+    )
+
+
+def node_hang_run(run: TestRun, hang: NodeHang) -> TestRun:
+    """``run`` of a ``node --test`` command whose probe stopped a test file: ``killed_by="timeout"``,
+    and the file's failure (the one holding the hung test's frames, else every load failure of a
+    killed file, else a new run-level one) becomes a ``timeout`` failure with the paused stack."""
+    inner = hang.frames[-1] if hang.frames else None
+    message = (
+        f"timed out: test {hang.test_name!r} ran longer than {hang.limit_s:.1f}s (its file had been "
+        f"running {hang.before_s:.1f}s when it started); stopped as a hang"
+    )
+    if inner is not None:
+        where = inner.file.removeprefix("/workspace/")
+        message += f"; it was running {inner.function or '?'} ({where}:{inner.line})"
+    files = {f.file for f in hang.frames}
+
+    def as_timeout(f: TestFailure) -> TestFailure:
+        return replace(
+            f,
+            type="timeout",
+            message=message,
+            frames=hang.frames,
+            file=inner.file if inner else f.file,
+            line=inner.line if inner else f.line,
+        )
+
+    def hung(f: TestFailure) -> bool:
+        return bool(f.file and (f.file in files or f.id in files))
+
+    errors = list(run.errors)
+    results = list(run.results)
+    matched = any(hung(e) for e in errors) or any(r.failure is not None and hung(r.failure) for r in results)
+    if not matched:
+        hung = lambda f: f.type == "load"  # noqa: E731 - the killed file is reported as a load failure
+        matched = any(hung(e) for e in errors)
+    if matched:
+        errors = [as_timeout(e) if hung(e) else e for e in errors]
+        results = [
+            replace(r, failure=as_timeout(r.failure)) if r.failure is not None and hung(r.failure) else r
+            for r in results
+        ]
+    else:
+        errors.append(
+            TestFailure(
+                "<run>",
+                file=inner.file if inner else None,
+                line=inner.line if inner else None,
+                type="timeout",
+                message=message,
+                frames=hang.frames,
+            )
+        )
+    return replace(
+        run, errors=tuple(errors), results=tuple(results), killed_by="timeout", hang_s=hang.limit_s
+    )
 
 
 @contextlib.contextmanager

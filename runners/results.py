@@ -140,6 +140,9 @@ class TestRun:
     framework: str | None = None
     environment: str = ""
     """One line when the run could not test the code at all (:mod:`runners.environment`), else ''."""
+    hang_s: float = 0.0
+    """How long the test the hang probe stopped had run (:mod:`runners.hang`); 0 otherwise. The
+    rest of :attr:`duration_s` is the part of the run that did not hang."""
 
     @property
     def passed_ids(self) -> list[str]:

@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from bot.errors import ArcsError, UsageError
+from jobs.repair.errors import ArcsError, UsageError
 
 DEFAULT_MAX_BYTES = 4 << 30
 """Refuse to copy trees larger than this (4 GiB) unless the caller says otherwise."""
@@ -180,6 +180,11 @@ def _make_writable(func: Callable[..., object], path: str, _exc: BaseException) 
     if not entry.is_symlink():
         with contextlib.suppress(OSError):
             entry.chmod(stat.S_IRWXU)
+    if func is os.open:
+        # rmtree could not open a folder (it takes flags: calling it again as func(path) would
+        # raise TypeError); once it is readable, remove it on its own.
+        shutil.rmtree(path, ignore_errors=True)
+        return
     with contextlib.suppress(FileNotFoundError):
         func(path)
 

@@ -172,7 +172,7 @@ def bench_settings(home: Path, *, api_key: str | None = None, base_url: str | No
 
 
 def _toolchains() -> tuple[Path, ...]:
-    from bot.cli.test_cmd import toolchain_paths
+    from runners.toolchains import toolchain_paths
 
     return tuple(toolchain_paths([]))
 
@@ -422,10 +422,10 @@ class ScriptedModel:
 
 def run_scripted(case: Case, budget: Budget, parallel: int, keep: Path | None = None) -> Record:
     """Repair ``case`` with the large tier against the scripted model (see the module docstring)."""
-    from bot.cli.fix_cmd import llm_config
     from bot.errors import ArcsError
     from jobs.fix import FixRequest, fix
     from jobs.repair.loop import LoopConfig
+    from jobs.wiring import llm_config
     from tests.fakes.anthropic_server import FakeAnthropicServer
 
     model = ScriptedModel(case)

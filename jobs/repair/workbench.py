@@ -46,6 +46,9 @@ class TestOutcome:
     environment: str = ""
     """One line when the run could not test the code at all (a missing command, runner or
     third-party module, a failed setup step; :mod:`runners.environment`), else ''."""
+    hang_s: float = 0.0
+    """On a run the hang probe stopped early: how long the hung test ran (the rest of
+    :attr:`duration_s` did not hang); 0 otherwise."""
 
     @property
     def ran(self) -> tuple[str, ...]:
@@ -87,6 +90,7 @@ class TestOutcome:
             "timed_out": self.timed_out,
             "selected": self.selected,
             **({"environment": self.environment} if self.environment else {}),
+            **({"hang_s": round(self.hang_s, 3)} if self.hang_s else {}),
         }
 
     @classmethod
@@ -104,6 +108,7 @@ class TestOutcome:
             selected=bool(data.get("selected", False)),
             command=str(data.get("command", "")),
             environment=str(data.get("environment", "")),
+            hang_s=float(data.get("hang_s", 0.0)),
         )
 
     @property

@@ -135,6 +135,19 @@ def test_run_tests_uses_a_fresh_copy_with_the_change_and_narrows(tmp_path: Path)
     assert "age > ADULT_AGE" in (repo / RULES).read_text()
 
 
+def test_verification_runs_the_exact_command_without_the_hang_probe(tmp_path: Path) -> None:
+    """Diagnosis runs carry the pytest hang probe; the final verification is the user's command as is."""
+    repo = fixture_repo(tmp_path)
+    runner = FakeRunner().on("pytest", lambda call: fake_execution(exit_code=0))  # type: ignore[arg-type,return-value]
+    command = resolve_test_command(repo)
+    with SandboxWorkbench(repo, command, runner) as wb:
+        wb.run_tests(None, timeout_s=30)
+        wb.verify(None, timeout_s=30)
+    diagnosis, verification = runner.calls[0].command, runner.calls[1].command
+    assert "arcs_hang_probe" in diagnosis
+    assert "arcs_hang_probe" not in verification
+
+
 def _sandbox_works() -> bool:
     if shutil.which("bwrap") is None:
         return False
@@ -151,7 +164,7 @@ def _sandbox_works() -> bool:
 @pytest.mark.slow
 @pytest.mark.skipif(not _sandbox_works(), reason="bubblewrap cannot create a sandbox here")
 def test_real_sandbox_runs(tmp_path: Path, make_repo: MakeRepo) -> None:
-    from runners.sandbox import make_runner
+    from runners.factory import make_runner
 
     repo = fixture_repo(tmp_path)
     runner = make_runner(toolchain_paths=[Path(sys.prefix)])

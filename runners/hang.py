@@ -1,0 +1,293 @@
+"""The hang probe: stop a pytest run early, with frames, when one test hangs.
+
+A run whose test loops forever otherwise costs the whole configured timeout (600 s by default)
+before anything is known. The probe is a tiny pytest plugin that ARCS writes into its private copy
+of the repository (``.arcs/hang/``, never into the user's tree) and loads with ``-p``:
+
+* when a test's *call* phase starts, it arms ``faulthandler.dump_traceback_later(limit, exit=True)``
+  with ``limit = max(probe_s, ratio x the time the run spent before this test)`` and disarms it
+  when the call returns. Fixture setup is not timed (a slow session fixture is not a hang), and a
+  test is only called a hang when it alone ran longer than the probe *and* several times longer
+  than everything before it, so a legitimately slow suite keeps its configured timeout;
+* faulthandler's watchdog is a C thread: it fires even when the test holds the GIL in a busy loop.
+  It prints every thread's stack (the frames of the ``timeout`` failure) to the real stderr and
+  exits the process;
+* every test start and every non-passing (and every call) report is appended to an event log, so
+  the tests observed before the hang keep their outcomes although no report file is written.
+
+``node --test`` follows the same rule with a preload and a worker thread (:mod:`runners.hang_node`).
+
+:func:`probe_command` wraps a resolved command (only a plain ``pytest`` command is probed; any
+other runner keeps the configured timeout), :func:`install` writes the plugin, and
+:func:`read_hang` turns the event log and the dump into a :class:`HangReport`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from runners.commands import ResolvedCommand
+
+DEFAULT_HANG_PROBE_S = 10.0
+"""A test whose call runs longer than this (and :data:`DEFAULT_HANG_RATIO` times everything
+before it) is stopped as a hang."""
+
+DEFAULT_HANG_RATIO = 3.0
+
+PROBE_DIR = ".arcs/hang"
+"""Workspace-relative folder of the plugin and its event log (``.arcs`` is never listed as code)."""
+
+PLUGIN = "arcs_hang_probe"
+EVENTS = "events.jsonl"
+
+_PLUGIN_SOURCE = '''\
+"""ARCS hang probe (written by ARCS into its private copy of the repository; see runners/hang.py)."""
+import faulthandler
+import json
+import os
+import time
+
+import pytest
+
+_T0 = time.monotonic()
+_PROBE = float(os.environ.get("ARCS_HANG_PROBE_S") or 0)
+_RATIO = float(os.environ.get("ARCS_HANG_RATIO") or 3)
+_LOG = os.environ.get("ARCS_HANG_LOG") or ""
+try:
+    _ERR = os.dup(2)  # the real stderr: pytest captures fd 2 while a test runs
+except OSError:
+    _ERR = 2
+_fd = None
+
+
+def _event(**data):
+    global _fd
+    if not _LOG:
+        return
+    try:
+        if _fd is None:
+            _fd = os.open(_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.write(_fd, (json.dumps(data) + "\\n").encode("utf-8", "replace"))
+    except (OSError, ValueError, TypeError):
+        pass
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_call(item):
+    if _PROBE <= 0:
+        yield
+        return
+    before = time.monotonic() - _T0
+    limit = max(_PROBE, _RATIO * before)
+    _event(start=item.nodeid, limit_s=round(limit, 3), before_s=round(before, 3))
+    faulthandler.dump_traceback_later(limit, exit=True, file=_ERR)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    if call.excinfo is not None:
+        outcome.get_result()._arcs_type = call.excinfo.typename
+
+
+def pytest_runtest_logreport(report):
+    if report.when != "call" and report.outcome == "passed":
+        return
+    message = ""
+    if report.outcome == "failed":
+        lines = [ln for ln in str(report.longreprtext or "").splitlines() if ln.startswith("E ")]
+        message = "\\n".join(ln[1:].strip() for ln in lines[:5])
+    _event(done=report.nodeid, outcome=report.outcome, when=report.when,
+           s=round(report.duration, 4), type=getattr(report, "_arcs_type", ""), message=message[:2000])
+'''
+
+_DUMP = re.compile(r"^Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!\s*$", re.M)
+_PYTEST = re.compile(r"(?:^|\s)(?:\S*python[\d.]*\s+-m\s+pytest|\S*pytest|py\.test)(?=\s|$)")
+
+
+@dataclass(frozen=True, slots=True)
+class HangProbe:
+    """When the probe calls a test a hang."""
+
+    probe_s: float = DEFAULT_HANG_PROBE_S
+    ratio: float = DEFAULT_HANG_RATIO
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """One test the probe saw finish before the hang."""
+
+    id: str
+    outcome: str
+    """``passed``, ``failed`` or ``skipped`` (pytest's report outcome)."""
+    duration_s: float
+    when: str = "call"
+    type: str = ""
+    """The exception's type name when it failed."""
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HangReport:
+    """A run the probe stopped: which test hung, after how long, and what finished before."""
+
+    test_id: str
+    limit_s: float
+    """How long the test's call ran before the probe stopped the run."""
+    before_s: float
+    """How long the run had been going when the test started (the part that did not hang)."""
+    observed: tuple[Observed, ...] = ()
+
+    @property
+    def slowest_s(self) -> float:
+        """The longest call among the tests that finished before the hang (0 when none did)."""
+        return max((o.duration_s for o in self.observed if o.when == "call"), default=0.0)
+
+
+def probe_command(resolved: ResolvedCommand, probe: HangProbe) -> ResolvedCommand | None:
+    """``resolved`` with the probe loaded, or None when it cannot be probed.
+
+    Only a plain ``pytest`` last command qualifies (no pipes, redirections or substitutions, no
+    ``cd`` in the line, pytest's ``faulthandler`` plugin not disabled): the plugin is appended as
+    ``-p arcs_hang_probe`` and found through ``PYTHONPATH``. ``node --test``: unchanged (the probe
+    is preloaded through ``NODE_OPTIONS``, :mod:`runners.hang_node`). Other runners are not probed:
+    they keep the configured timeout.
+    """
+    if probe.probe_s <= 0:
+        return None
+    if resolved.framework == "node":
+        return resolved
+    if resolved.framework != "pytest":
+        return None
+    from runners.commands import _append_to_last, _last_segment, _plain
+
+    last = _last_segment(resolved.command)
+    if not _PYTEST.search(last) or not _plain(last) or "$" in last or "no:faulthandler" in last:
+        return None
+    if re.search(r"(?:^|[;&|\s])cd\s", resolved.command) or "\n" in resolved.command.strip():
+        return None
+    return replace(resolved, command=_append_to_last(resolved.command, f"-p {PLUGIN}"))
+
+
+def shell_prefix(probe: HangProbe, framework: str | None = "pytest") -> str:
+    """Shell lines that load the probe of ``framework`` and configure it; run in the workspace root."""
+    folder = f'"$PWD/{PROBE_DIR}"'
+    common = (
+        f"ARCS_HANG_PROBE_S={shlex.quote(repr(float(probe.probe_s)))} "
+        f"ARCS_HANG_RATIO={shlex.quote(repr(float(probe.ratio)))}; "
+    )
+    if framework == "node":
+        from runners.hang_node import PRELOAD
+
+        # NODE_OPTIONS takes a quoted path; the user's own options are kept after it.
+        preload = f'\\"$PWD/{PROBE_DIR}/{PRELOAD}\\"'
+        return f'export NODE_OPTIONS="--require={preload}${{NODE_OPTIONS:+ $NODE_OPTIONS}}" ' + common
+    return (
+        f'export PYTHONPATH={folder}"${{PYTHONPATH:+:$PYTHONPATH}}" ARCS_HANG_LOG={folder}/{EVENTS} ' + common
+    )
+
+
+def install(workspace: Path, framework: str | None = "pytest") -> None:
+    """Write the probe of ``framework`` into ``workspace`` (a private copy); clear an old event log."""
+    folder = Path(workspace) / PROBE_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    if framework == "node":
+        from runners.hang_node import PRELOAD, PRELOAD_SOURCE, WORKER, WORKER_SOURCE
+
+        (folder / PRELOAD).write_text(PRELOAD_SOURCE, encoding="utf-8")
+        (folder / WORKER).write_text(WORKER_SOURCE, encoding="utf-8")
+    else:
+        (folder / f"{PLUGIN}.py").write_text(_PLUGIN_SOURCE, encoding="utf-8")
+    (folder / EVENTS).unlink(missing_ok=True)
+    # The sandbox user may differ from the owner of the copy: the log must be creatable.
+    folder.chmod(0o777)
+
+
+def read_events(text: str) -> list[dict[str, object]]:
+    """The event log's records (malformed lines skipped)."""
+    out: list[dict[str, object]] = []
+    for line in text.splitlines():
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            out.append(data)
+    return out
+
+
+def hang_of(events: list[dict[str, object]], *, exit_code: int, output: str) -> HangReport | None:
+    """The hang the probe stopped, from its event log and the run's output, or None.
+
+    A hang needs all three: the last test that started never reported its call, faulthandler's
+    ``Timeout (h:mm:ss)!`` header is in the output, and the process exited with faulthandler's
+    status 1 (a dump printed by some other faulthandler user, after which the run went on, is not).
+    """
+    if exit_code != 1 or not _DUMP.search(output):
+        return None
+    started: dict[str, object] | None = None
+    observed: list[Observed] = []
+    for ev in events:
+        if "start" in ev:
+            started = ev
+        elif "done" in ev:
+            tid = str(ev["done"])
+            if started is not None and ev.get("when") == "call" and tid == started.get("start"):
+                started = None
+            observed.append(
+                Observed(
+                    id=tid,
+                    outcome=str(ev.get("outcome", "")),
+                    duration_s=_num(ev.get("s")),
+                    when=str(ev.get("when", "call")),
+                    type=str(ev.get("type", "")),
+                    message=str(ev.get("message", "")),
+                )
+            )
+    if started is None:
+        return None
+    return HangReport(
+        test_id=str(started["start"]),
+        limit_s=_num(started.get("limit_s")),
+        before_s=_num(started.get("before_s")),
+        observed=tuple(observed),
+    )
+
+
+def read_hang(workspace: Path, *, exit_code: int, output: str) -> HangReport | None:
+    """:func:`hang_of` over the event log in ``workspace`` (None when there is none)."""
+    try:
+        text = (Path(workspace) / PROBE_DIR / EVENTS).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return hang_of(read_events(text), exit_code=exit_code, output=output)
+
+
+def _num(value: object) -> float:
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0
+
+
+__all__ = [
+    "DEFAULT_HANG_PROBE_S",
+    "DEFAULT_HANG_RATIO",
+    "HangProbe",
+    "HangReport",
+    "Observed",
+    "hang_of",
+    "install",
+    "probe_command",
+    "read_events",
+    "read_hang",
+    "shell_prefix",
+]
