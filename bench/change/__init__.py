@@ -1,0 +1,1 @@
+"""Change-aware CI repair benches (issue #14)."""
