@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from jobs.repair.callees import function_window
 from jobs.repair.diffing import parse_patch
 from jobs.repair.model import Evidence, Failure, Feedback
 from jobs.repair.ports import SourceView
@@ -318,13 +319,17 @@ def formulate_queries(
 def failure_hints(
     failures: Iterable[Failure], extra: Iterable[tuple[str, int]] = (), *, limit: int = 8
 ) -> tuple[tuple[str, int], ...]:
-    """``(path, line)`` hints, most specific first: innermost frames, then failure sites, then ``extra``."""
+    """``(path, line)`` hints, most specific first: innermost frames, then failure sites, then ``extra``.
+
+    Frames in code come before frames in tests (a test helper is rarely what must change)."""
     out: list[tuple[str, int]] = []
+    tests: list[tuple[str, int]] = []
     for f in failures:
         for fr in reversed(f.frames):
-            out.append((fr.path, fr.line))
+            (tests if _looks_like_test(fr.path) else out).append((fr.path, fr.line))
         if f.path:
-            out.append((f.path, f.line))
+            (tests if _looks_like_test(f.path) else out).append((f.path, f.line))
+    out.extend(tests)
     out.extend(extra)
     return tuple(dict.fromkeys(h for h in out if h[0]))[:limit]
 
@@ -340,7 +345,9 @@ def frame_context(
     max_items: int = 6,
 ) -> list[Evidence]:
     """The code around each hinted line (merged per file): part of the observed failure, so shown
-    to every tier. Deterministic; unreadable paths are skipped."""
+    to every tier. In code (not tests) a line's whole enclosing function is shown, or for a large
+    one the region before the line (:func:`jobs.repair.callees.function_window`). Deterministic;
+    unreadable paths are skipped."""
     windows: dict[str, list[tuple[int, int]]] = {}
     order: list[str] = []
     for path, line in hints:
@@ -350,6 +357,11 @@ def frame_context(
             windows[path] = []
             order.append(path)
         windows[path].append((max(1, line - radius), line + radius))
+        if not _looks_like_test(path):
+            text = source.read(path)
+            start, end = function_window(text.splitlines(), line) if text else (0, 0)
+            if start:
+                windows[path].append((start, end))
     out: list[Evidence] = []
     for rank, path in enumerate(order):
         text = source.read(path)

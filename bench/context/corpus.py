@@ -1,0 +1,154 @@
+"""The context bench's cases: the repair corpus plus a held-out corpus of new PyPI packages.
+
+* **tuned**: the LLM-relevant cases of our repair corpus (``bench/repair/cases``: the logic slips,
+  which have an ``llm_wrong_fix``; tier 0's templates fix the others before a model is asked) and
+  the ``tuning`` half of the outside corpus (``bench/outside``).
+* **held out**: the ``held_out`` half of the outside corpus and every case of
+  :data:`HELD_OUT_PACKAGES` — packages nobody tunes ARCS on — built by :mod:`bench.context.build`
+  into ``cases.jsonl`` (seeded, written once, before any run; the file *is* the split).
+
+A held-out case is an outside case (same format as ``bench/outside/cases/*/case.json``) whose
+``source.package`` is one of :data:`HELD_OUT_PACKAGES`; it is materialized from the pinned sdist
+(``bench.outside.corpus.unpacked``, the same cache) with its mutation applied.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from bench.common import init_git_repo
+from bench.outside.corpus import Package, apply_mutation, unpacked
+from bench.repair.corpus import Case, CaseFix, copy_case, load_cases
+
+HERE = Path(__file__).resolve().parent
+CASES_JSONL = HERE / "cases.jsonl"
+
+HELD_OUT_PACKAGES: tuple[Package, ...] = (
+    Package(
+        "sqlparse",
+        "0.6.1",
+        "ca722573f848ff2d30e40ea30f53a104b7dea7635ea9285891263eb2c58fb6e7",
+        {
+            "sqlparse/engine/grouping.py": "tests",
+            "sqlparse/sql.py": "tests",
+            "sqlparse/lexer.py": "tests",
+            "sqlparse/engine/statement_splitter.py": "tests",
+            "sqlparse/filters/reindent.py": "tests",
+            "sqlparse/filters/others.py": "tests",
+            "sqlparse/utils.py": "tests",
+        },
+    ),
+    Package(
+        "pyparsing",
+        "3.3.3",
+        "928ae7e20211f3b6f3915a72f06a0cfd29ab9d24279dd6346b6b1a7146397d36",
+        {
+            "pyparsing/core.py": "tests/test_simple_unit.py",
+            "pyparsing/helpers.py": "tests/test_simple_unit.py",
+            "pyparsing/results.py": "tests/test_simple_unit.py",
+        },
+    ),
+    Package(
+        "markdown",
+        "3.11.3",
+        "81eb91631dc97ad1efbc76019ef0f80fe90ca49ddf81546752d79989c3bfff3e",
+        {
+            rel: "tests"
+            for rel in (
+                "markdown/blockprocessors.py",
+                "markdown/inlinepatterns.py",
+                "markdown/treeprocessors.py",
+                "markdown/core.py",
+                "markdown/util.py",
+                "markdown/serializers.py",
+                "markdown/postprocessors.py",
+            )
+        },
+        # Its md_in_html tests need a package this virtual environment does not have.
+        pytest_args="--ignore=tests/test_syntax/extensions/test_md_in_html.py",
+    ),
+)
+BY_NAME = {p.name: p for p in HELD_OUT_PACKAGES}
+
+
+def materialize(source: dict[str, Any], dest: Path) -> Path:
+    """The held-out package's tree with the case's mutation applied, in ``dest``."""
+    pkg = BY_NAME[source["package"]]
+    if source.get("version") != pkg.version:
+        raise ValueError(f"{pkg.name}: case pins {source.get('version')}, the manifest {pkg.version}")
+    shutil.copytree(unpacked(pkg), dest, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    if source.get("mutation"):
+        apply_mutation(dest, source["mutation"])
+    return dest
+
+
+def _case_of(meta: dict[str, Any]) -> Case:
+    fix = meta["llm_fix"]
+    return Case(
+        id=meta["id"],
+        language=meta["language"],
+        bug_class=meta["bug_class"],
+        description=meta["description"],
+        test_command=meta["test_command"],
+        expected_path=meta["expected_fix"]["path"],
+        expected_contains=meta["expected_fix"]["contains"],
+        llm_fix=CaseFix(str(fix.get("explanation", "")), tuple(dict(e) for e in fix["edits"])),
+        llm_wrong_fix=None,
+        root=HERE,
+        corpus="heldout",
+        tags=tuple(meta.get("tags", ())),
+        split="held_out",
+        source=meta["source"],
+    )
+
+
+def held_out_cases() -> list[Case]:
+    """The cases of ``cases.jsonl`` (empty before the builder ran)."""
+    if not CASES_JSONL.is_file():
+        return []
+    lines = CASES_JSONL.read_text(encoding="utf-8").splitlines()
+    return [_case_of(json.loads(line)) for line in lines if line.strip()]
+
+
+def case_meta(case_id: str) -> dict[str, Any]:
+    """The recorded ``cases.jsonl`` row of a held-out case, or ``{}``."""
+    if CASES_JSONL.is_file():
+        for line in CASES_JSONL.read_text(encoding="utf-8").splitlines():
+            if line.strip() and json.loads(line)["id"] == case_id:
+                row: dict[str, Any] = json.loads(line)
+                return row
+    return {}
+
+
+def split_of(case: Case) -> str:
+    """``tuned`` or ``held_out`` (see the module docstring)."""
+    if case.corpus == "heldout" or case.split == "held_out":
+        return "held_out"
+    return "tuned"
+
+
+def project_of(case: Case) -> str:
+    """The package a mutant comes from, or ``ours`` for our repair corpus."""
+    return str(case.source["package"]) if case.source else "ours"
+
+
+def bench_cases() -> list[Case]:
+    """Every case of the context bench: tuned first, then held out, each sorted by id."""
+    ours = [c for c in load_cases(None, ("ours",)) if c.is_llm_case and c.group == "base"]
+    outside = [c for c in load_cases(None, ("outside",)) if "hang" not in c.tags]
+    held = held_out_cases()
+    return [*ours, *outside, *held]
+
+
+def materialize_case(case: Case, dest: Path) -> Path:
+    """The case's broken tree in ``dest``, committed as a git repository."""
+    if case.corpus == "heldout":
+        assert case.source is not None
+        materialize(case.source, dest)
+        init_git_repo(dest, f"{case.id}: broken")
+        return dest
+    return copy_case(replace(case), dest)

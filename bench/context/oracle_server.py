@@ -1,0 +1,122 @@
+"""The perfect stand-in model: the local Anthropic-compatible server answering as an oracle.
+
+:class:`OracleModel` is a ``dynamic`` reply function for :class:`tests.fakes.anthropic_server.
+FakeAnthropicServer` (reached through the real ``anthropic`` SDK). It knows the case's true fix and
+answers every ``propose_patch`` request with that fix **exactly when every line the fix changes was
+shown in the request** (an evidence block covering it, :mod:`bench.context.visibility`), and with a
+wrong edit otherwise (a ``replace`` whose ``old`` text is in no file, so it fails to apply and
+costs no test run). A ``submit_plan`` request gets a generic one-subgoal plan that carries no
+knowledge of the bug (its subgoals become retrieval queries; a plan naming the bug would leak the
+answer into retrieval). Every request is logged with what it showed, so the bench measures the
+proposer's actual context — what the SDK sent — and not what the loop meant to send.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from bench.context.visibility import TargetLine, Visibility, visibility
+
+if TYPE_CHECKING:
+    from tests.fakes.anthropic_server import ErrorReply, Reply
+
+_FIRST_FAILURE = re.compile(r"^Observed failures:\s*\n- (?P<test>[^\s:]+(?:::[^\s:]+)*)", re.M)
+
+
+def plan_for(text: str) -> dict[str, Any]:
+    """The oracle's plan: one subgoal naming the first failing test the request shows."""
+    m = _FIRST_FAILURE.search(text)
+    goal = f"The code under test in {m.group('test')}" if m else "The code the failing tests exercise"
+    return {
+        "contract": "The failing tests pass; the tests that passed keep passing.",
+        "sketch": "Find the code the failing tests exercise and correct it.",
+        "subgoals": [goal],
+    }
+
+
+WRONG_OLD = "<<the oracle was not shown the lines to change>>"
+
+
+def request_text(body: Mapping[str, Any]) -> str:
+    """System and message text of a ``/v1/messages`` body (tool results and text blocks)."""
+    parts: list[str] = []
+    system = body.get("system")
+    if isinstance(system, str):
+        parts.append(system)
+    elif isinstance(system, list):
+        parts.extend(str(b.get("text", "")) for b in system if isinstance(b, dict))
+    for message in body.get("messages", []) or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            for b in content:
+                if not isinstance(b, dict):
+                    continue
+                if isinstance(b.get("text"), str):
+                    parts.append(b["text"])
+                elif isinstance(b.get("content"), str):  # a tool_result
+                    parts.append(b["content"])
+    return "\n".join(parts)
+
+
+@dataclass
+class LoggedRequest:
+    """One request the oracle answered."""
+
+    tool: str
+    chars: int
+    """Characters of system + message text (what the model reads)."""
+    text: str
+    visibility: Visibility | None
+    """None for requests other than ``propose_patch``."""
+    answer: str
+    """``plan``, ``fix``, ``wrong`` or ``unexpected``."""
+
+
+@dataclass
+class OracleModel:
+    """Dynamic replies for one case (see the module docstring)."""
+
+    targets: Sequence[TargetLine]
+    fix_edits: Sequence[Mapping[str, Any]]
+    log: list[LoggedRequest] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, body: dict[str, Any]) -> Reply | ErrorReply:
+        from tests.fakes.anthropic_server import Reply, bad_request
+
+        choice = body.get("tool_choice") or {}
+        tool = str(choice.get("name", "")) if isinstance(choice, dict) else ""
+        text = request_text(body)
+        if tool == "submit_plan":
+            self._log(LoggedRequest(tool, len(text), text, None, "plan"))
+            return Reply.tool(tool, plan_for(text), output_tokens=60)
+        if tool == "propose_patch":
+            seen = visibility(self.targets, [text])
+            if seen.all_shown:
+                payload = {"explanation": "The oracle's fix.", "edits": [dict(e) for e in self.fix_edits]}
+                answer = "fix"
+            else:
+                path = str(self.fix_edits[0]["path"]) if self.fix_edits else "README"
+                edit = {"path": path, "kind": "replace", "old": WRONG_OLD, "new": "pass"}
+                payload = {"explanation": "A guess: the lines to change were not shown.", "edits": [edit]}
+                answer = "wrong"
+            self._log(LoggedRequest(tool, len(text), text, seen, answer))
+            return Reply.tool(tool, payload, output_tokens=max(16, len(json.dumps(payload)) // 4))
+        self._log(LoggedRequest(tool or "none", len(text), text, None, "unexpected"))
+        return bad_request(f"the oracle has no answer for tool {tool!r}")
+
+    def _log(self, item: LoggedRequest) -> None:
+        with self._lock:
+            self.log.append(item)
+
+    @property
+    def proposals(self) -> list[LoggedRequest]:
+        """The ``propose_patch`` requests, in the order they arrived."""
+        return [r for r in self.log if r.tool == "propose_patch"]

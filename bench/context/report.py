@@ -1,0 +1,219 @@
+"""Summaries and markdown tables of the context bench (``bench/results/context.{json,md}``)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.common import markdown_table
+
+Record = dict[str, Any]
+LABELS = ("before", "after")
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({100 * part / whole:.0f}%)" if whole else "–"
+
+
+def summarize(records: Sequence[Record]) -> Record:
+    """Counts and rates of one group of case records."""
+    ran = [r for r in records if r.get("requests")]
+    search = [r for r in records if (r.get("search") or {}).get("rank") is not None or "search" in r]
+    chars = [q["chars"] for r in ran for q in r["requests"]]
+    return {
+        "cases": len(records),
+        "with_requests": len(ran),
+        "round1_all": sum(1 for r in records if r.get("round1_all")),
+        "round1_share": round(statistics.mean(r.get("round1_share", 0.0) for r in records), 3)
+        if records
+        else 0.0,
+        "last_all": sum(1 for r in records if r.get("last_all")),
+        "last_share": round(statistics.mean(r.get("last_share", 0.0) for r in records), 3)
+        if records
+        else 0.0,
+        "fixed": sum(1 for r in records if r.get("fixed")),
+        "round1_file": sum(1 for r in records if r.get("round1_file")),
+        "search_top5": sum(1 for r in search if ((r.get("search") or {}).get("rank") or 99) <= 5),
+        "search_line_top5": sum(1 for r in search if (r.get("search") or {}).get("line_in_top5")),
+        "searched": len(search),
+        "chars_median": int(statistics.median(chars)) if chars else 0,
+        "chars_max": max(chars) if chars else 0,
+    }
+
+
+def _row(name: str, label: str, s: Record) -> list[object]:
+    n = s["cases"]
+    return [
+        name,
+        label,
+        n,
+        _pct(s["round1_all"], n),
+        f"{s['round1_share']:.2f}",
+        _pct(s["last_all"], n),
+        f"{s['last_share']:.2f}",
+        _pct(s["fixed"], n),
+        _pct(s["round1_file"], n),
+        _pct(s["search_top5"], s["searched"]),
+        _pct(s["search_line_top5"], s["searched"]),
+        f"{s['chars_median']:,}",
+        f"{s['chars_max']:,}",
+    ]
+
+
+HEADERS = [
+    "group",
+    "code",
+    "cases",
+    "all lines shown, round 1",
+    "share r1",
+    "all shown by last round",
+    "best share",
+    "oracle fixed",
+    "fix file shown r1",
+    "`arcs search` file top 5",
+    "search line top 5",
+    "chars/request (median)",
+    "max",
+]
+
+
+HELD_OUTSIDE = "held_out: bench/outside half"
+HELD_NEW = "held_out: new packages"
+NEW_PACKAGES = ("sqlparse", "pyparsing", "markdown")
+
+
+def _held_out_source(r: Record) -> str:
+    if r.get("split") != "held_out":
+        return ""
+    return HELD_NEW if r.get("project") in NEW_PACKAGES else HELD_OUTSIDE
+
+
+def _distance_group(r: Record) -> str:
+    d = (r.get("shape") or {}).get("distance")
+    if r.get("project") == "ours":
+        return ""
+    if d is None:
+        return "unknown"
+    return "1" if d == 1 else "2" if d == 2 else "3+"
+
+
+def _grouped(results: Record, key: Callable[[Record], str], order: Sequence[str] = ()) -> list[list[object]]:
+    rows: list[list[object]] = []
+    names: list[str] = list(order)
+    for label in LABELS:
+        for r in (results.get(label) or {}).get("records", []):
+            k = key(r)
+            if k and k not in names:
+                names.append(k)
+    for name in names:
+        for label in LABELS:
+            run = results.get(label)
+            if not run:
+                continue
+            group = [r for r in run["records"] if key(r) == name]
+            if group:
+                rows.append(_row(name, label, summarize(group)))
+    return rows
+
+
+def render(results: Record) -> str:
+    """The markdown of ``## Context`` (tables by split, project, distance, shape, and the misses)."""
+    parts: list[str] = []
+    for label in LABELS:
+        run = results.get(label)
+        if run:
+            code = run.get("code", {})
+            parts.append(
+                f"- **{label}**: {run['date']}, code {code.get('root', '?')} at {code.get('head', '?')}"
+                f" ({code.get('changed', 0)} changed files under jobs/ and indexing/), "
+                f"{len(run['records'])} cases in {run.get('elapsed_s', 0):.0f} s."
+            )
+    parts.append("\n**By split** (held-out = never tuned on; its two sources below):\n")
+    split_rows = _grouped(results, lambda r: str(r.get("split", "")), ("tuned", "held_out"))
+    split_rows += _grouped(results, _held_out_source, (HELD_OUTSIDE, HELD_NEW))
+    parts.append(markdown_table(HEADERS, split_rows))
+    for label in LABELS:
+        run = results.get(label)
+        if not run:
+            continue
+        recs = run["records"]
+        found = [r for r in recs if ((r.get("search") or {}).get("rank") or 99) <= 5]
+        gap = [r["id"] for r in found if not r.get("last_all")]
+        extra = [r["id"] for r in recs if r.get("last_all") and r not in found]
+        parts.append(
+            f"\n*{label}*: standalone search had the fix's file in its top 5 for {len(found)}/{len(recs)}; "
+            f"the loop showed every line to change for {sum(1 for r in recs if r.get('last_all'))}/{len(recs)}. "
+            f"Search found the file but the loop never showed the lines: {len(gap)}"
+            + (f" ({', '.join(gap)})" if gap else "")
+            + f"; the loop showed the lines where search missed the file: {len(extra)}."
+        )
+    parts.append("\n**By project** (ours = `bench/repair` cases; the outside packages mix both splits):\n")
+    parts.append(markdown_table(HEADERS, _grouped(results, lambda r: str(r.get("project", "")))))
+    parts.append(
+        "\n**Mutants by call distance** from the failing tests (1 = the test calls the mutated function):\n"
+    )
+    parts.append(markdown_table(HEADERS, _grouped(results, _distance_group, ("1", "2", "3+", "unknown"))))
+
+    def shape(r: Record) -> str:
+        s = r.get("shape") or {}
+        if r.get("project") == "ours":
+            return ""
+        if (s.get("function_lines") or 0) > 150:
+            return "function > 150 lines"
+        if (s.get("file_lines") or 0) > 2000:
+            return "file > 2,000 lines"
+        return "smaller"
+
+    parts.append("\n**Mutants by size** of the enclosing function / file:\n")
+    parts.append(
+        markdown_table(
+            HEADERS, _grouped(results, shape, ("function > 150 lines", "file > 2,000 lines", "smaller"))
+        )
+    )
+    latest = results.get("after") or results.get("before")
+    if latest:
+        misses = [r for r in latest["records"] if not r.get("last_all")]
+        parts.append(f"\n**Cases whose lines were never all shown** ({len(misses)}, latest run):\n")
+        rows = [
+            [
+                r["id"],
+                r["split"],
+                (r.get("shape") or {}).get("distance", ""),
+                r.get("verdict", ""),
+                f"{r.get('last_share', 0):.2f}",
+                (r.get("search") or {}).get("rank") or "–",
+                ", ".join((r.get("first_blocks") or [])[:3]) or r.get("error", "")[:80],
+            ]
+            for r in misses
+        ]
+        parts.append(
+            markdown_table(
+                [
+                    "case",
+                    "split",
+                    "dist",
+                    "verdict",
+                    "best share",
+                    "search rank",
+                    "round-1 evidence (first 3)",
+                ],
+                rows,
+            )
+        )
+    return "\n".join(parts) + "\n"
+
+
+def merge_and_render(path: Path, label: str, run: Record) -> None:
+    """Store ``run`` under ``label`` in ``path`` (other labels kept) and write the markdown beside it."""
+    results: Record = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    old = results.get(label)
+    if old:  # a partial re-run replaces its cases only
+        keep = {r["id"] for r in run["records"]}
+        run["records"] = [r for r in old["records"] if r["id"] not in keep] + run["records"]
+        run["records"].sort(key=lambda r: (r.get("split", ""), r["id"]))
+    results[label] = run
+    path.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    path.with_suffix(".md").write_text(render(results), encoding="utf-8")

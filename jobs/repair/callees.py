@@ -1,0 +1,347 @@
+"""Code the failing tests call: definitions followed from the failing test lines (issue #15).
+
+Most real failures are assertions in the test itself: the stack holds only the test frame, and
+the buggy code already returned. The code to change is then a function the test *calls*, often
+one or two calls further. :func:`callee_context` reads the failing test function up to the
+failing line, takes the names it calls (nearest to the failing line first), finds their
+definitions in the repository's non-test files (Python ``def``/``class``, JavaScript
+``function``/methods/arrow assignments) and returns each definition's whole body as evidence —
+split into parts of at most :data:`PART_LINES` lines, so a large function is shown whole instead
+of clipped — then follows the names those bodies call one hop further (first part only).
+
+Deterministic and pure: reads through the :class:`~jobs.repair.ports.SourceView` only.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from jobs.repair.model import Evidence, Failure
+from jobs.repair.ports import SourceView
+
+PART_LINES = 100
+"""Lines per evidence item (items are clipped at 8,000 characters when rendered)."""
+MAX_PARTS = 3
+"""Parts of one first-hop definition (300 lines); the rest of a longer one is not shown."""
+SCAN_UP = 40
+"""Test lines read above the failing line (within its function)."""
+_CALL = re.compile(r"(\.?)\b([A-Za-z_]\w*)\s*\(")
+"""A call: group 1 is ``.`` for a method call (``x.name(``), group 2 the name."""
+_NOT_SOURCE = re.compile(r"(^|/)(docs?|examples?|benchmarks?)/")
+_PY_DEF = r"^(?P<indent>[ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+{name}\b"
+_JS_DEF = (
+    r"^(?P<indent>[ \t]*)(?:export[ \t]+)?(?:default[ \t]+)?(?:async[ \t]+)?"
+    r"(?:function\*?[ \t]+{name}\b|(?:const|let|var)[ \t]+{name}[ \t]*=|{name}[ \t]*\([^)]*\)[ \t]*\{{)"
+)
+_TEST_PATH = re.compile(
+    r"(^|/)(tests?|__tests__|spec)/|(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.(test|spec)\.\w+|conftest\.py)$"
+)
+_PY_EXT = (".py",)
+_JS_EXT = (".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx")
+_IGNORED = frozenset(
+    set(dir(builtins))
+    | set(keyword.kwlist)
+    | {
+        "self",
+        "cls",
+        "super",
+        "raises",
+        "approx",
+        "fixture",
+        "mark",
+        "parametrize",
+        "skip",
+        "xfail",
+        "describe",
+        "it",
+        "test",
+        "expect",
+        "require",
+        "equal",
+        "deepEqual",
+        "strictEqual",
+        "deepStrictEqual",
+        "ok",
+        "throws",
+        "main",
+        "subTest",
+        "patch",
+        "Mock",
+        "MagicMock",
+    }
+)
+
+
+def _is_test(path: str) -> bool:
+    return bool(_TEST_PATH.search(path))
+
+
+@dataclass(frozen=True, slots=True)
+class _Def:
+    path: str
+    start: int
+    end: int
+    name: str
+
+
+def _language_exts(path: str) -> tuple[str, ...]:
+    return _JS_EXT if path.endswith(_JS_EXT) else _PY_EXT
+
+
+def _block_end(lines: Sequence[str], start: int, indent: str) -> int:
+    """1-based last line of the block opened at line ``start`` (braces for JS, else indentation)."""
+    if lines[start - 1].rstrip().endswith(("{", ") {", "=> {")) or (
+        "{" in lines[start - 1] and not lines[start - 1].rstrip().endswith(":")
+    ):
+        depth = 0
+        opened = False
+        for i in range(start - 1, len(lines)):
+            depth += lines[i].count("{") - lines[i].count("}")
+            opened = opened or "{" in lines[i]
+            if opened and depth <= 0:
+                return i + 1
+        return len(lines)
+    end = start
+    for i in range(start, len(lines)):
+        text = lines[i]
+        if not text.strip():
+            continue
+        if len(text) - len(text.lstrip()) <= len(indent) and not text.lstrip().startswith((")", "]", "}")):
+            break
+        end = i + 1
+    return end
+
+
+def enclosing_def(lines: Sequence[str], line: int) -> int:
+    """1-based line of the ``def``/``function`` that encloses ``line`` (indentation), or 0."""
+    if not 1 <= line <= len(lines):
+        return 0
+    target = lines[line - 1]
+    width = len(target) - len(target.lstrip()) if target.strip() else 1 << 30
+    for i in range(line - 1, -1, -1):
+        text = lines[i]
+        stripped = text.lstrip()
+        if not stripped:
+            continue
+        indent = len(text) - len(stripped)
+        if indent < width and re.match(r"(?:async\s+)?(?:def|function)\b|\w+\s*\([^)]*\)\s*\{", stripped):
+            return i + 1
+        if indent < width:
+            width = indent
+    return 0
+
+
+def function_window(
+    lines: Sequence[str], line: int, *, max_lines: int = 150, before: int = 60, after: int = 20
+) -> tuple[int, int]:
+    """1-based ``(start, end)`` to show for a failing ``line`` in code: its whole enclosing function
+    when that has at most ``max_lines`` lines, else the region before and after the line inside it
+    (the cause usually precedes where it fails); ``(0, 0)`` outside any function."""
+    start = enclosing_def(lines, line)
+    if not start:
+        return (0, 0)
+    text = lines[start - 1]
+    end = _block_end(lines, start, text[: len(text) - len(text.lstrip())])
+    if end < line:
+        return (0, 0)
+    if end - start + 1 <= max_lines:
+        return (start, end)
+    return (max(start, line - before), min(end, line + after))
+
+
+def called_names(lines: Sequence[str], line: int, *, up: int = SCAN_UP) -> list[str]:
+    """Names called in the test function that holds ``line`` (up to ``line`` + 3), nearest first."""
+    if not 1 <= line <= len(lines):
+        return []
+    first = max(enclosing_def(lines, line) + 1, line - up, 1)
+    last = min(len(lines), line + 3)
+    order = [line, *range(line + 1, last + 1), *range(line - 1, first - 1, -1)]
+    return _names_in(lines[n - 1] for n in order)
+
+
+def _test_calls(lines: Sequence[str], line: int) -> list[tuple[str, bool]]:
+    """:func:`called_names` with whether each is a method call."""
+    if not 1 <= line <= len(lines):
+        return []
+    first = max(enclosing_def(lines, line) + 1, line - SCAN_UP, 1)
+    last = min(len(lines), line + 3)
+    order = [line, *range(line + 1, last + 1), *range(line - 1, first - 1, -1)]
+    return _calls_in(lines[n - 1] for n in order)
+
+
+def _names_in(texts: Iterable[str]) -> list[str]:
+    return [name for name, _ in _calls_in(texts)]
+
+
+def _calls_in(texts: Iterable[str]) -> list[tuple[str, bool]]:
+    """``(name, is a method call)`` of the calls in ``texts``, first occurrence first."""
+    out: list[tuple[str, bool]] = []
+    seen: set[str] = set()
+    for text in texts:
+        for m in _CALL.finditer(text):
+            name = m.group(2)
+            if name in _IGNORED or name.startswith(("assert", "test", "_assert")) or name in seen:
+                continue
+            seen.add(name)
+            out.append((name, m.group(1) == "."))
+    return out
+
+
+class _Files:
+    """The non-test source files of one language, read once per :func:`callee_context` call."""
+
+    def __init__(self, source: SourceView) -> None:
+        self.source = source
+        self._texts: dict[tuple[str, ...], list[tuple[str, str]]] = {}
+
+    def of(self, exts: tuple[str, ...]) -> list[tuple[str, str]]:
+        if exts not in self._texts:
+            texts: list[tuple[str, str]] = []
+            for path in self.source.files():
+                if (
+                    path.endswith(exts)
+                    and not _is_test(path)
+                    and not _NOT_SOURCE.search(path)
+                    and not path.endswith(".pyi")
+                ):
+                    text = self.source.read(path)
+                    if text is not None:
+                        texts.append((path, text))
+            self._texts[exts] = texts
+        return self._texts[exts]
+
+
+def _definitions(
+    files: _Files, name: str, exts: tuple[str, ...], limit: int = 2, *, method: bool = False
+) -> list[_Def]:
+    """Where ``name`` is defined; for a method call (``x.name(``) methods first, else top-level
+    definitions first."""
+    pattern = re.compile((_JS_DEF if exts == _JS_EXT else _PY_DEF).format(name=re.escape(name)), re.M)
+    found: list[tuple[bool, _Def]] = []
+    for path, text in files.of(exts):
+        if name not in text:
+            continue
+        lines = text.splitlines()
+        for m in pattern.finditer(text):
+            start = text.count("\n", 0, m.start()) + 1
+            end = _block_end(lines, start, m.group("indent"))
+            # Calling a class runs its constructor: show that rather than the whole class.
+            if lines[start - 1].lstrip().startswith("class "):
+                start, end = _constructor(lines, start, end)
+            found.append((bool(m.group("indent")) != method, _Def(path, start, end, name)))
+    found.sort(key=lambda item: item[0])  # stable: file order within each kind
+    return [d for _, d in found[:limit]]
+
+
+def _constructor(lines: Sequence[str], start: int, end: int) -> tuple[int, int]:
+    """The ``__init__``/``__new__``/``__post_init__`` block of the class at ``start``..``end``, or
+    the class's head (one part) when it defines none."""
+    for i in range(start, end):
+        m = re.match(r"([ \t]*)def[ \t]+(?:__init__|__new__|__post_init__)\b", lines[i])
+        if m:
+            return i + 1, _block_end(lines, i + 1, m.group(1))
+    return start, min(end, start + PART_LINES - 1)
+
+
+def _parts(source: SourceView, d: _Def, max_parts: int) -> list[tuple[int, int, str]]:
+    text = source.read(d.path) or ""
+    lines = text.splitlines()
+    out: list[tuple[int, int, str]] = []
+    start = d.start
+    while start <= d.end and len(out) < max_parts:
+        end = min(d.end, start + PART_LINES - 1)
+        out.append((start, end, "\n".join(lines[start - 1 : end])))
+        start = end + 1
+    return out
+
+
+def _test_sites(failures: Iterable[Failure]) -> list[tuple[str, int]]:
+    """The failing lines inside test files: each failure's innermost test frame and its site."""
+    out: list[tuple[str, int]] = []
+    for f in failures:
+        for fr in reversed(f.frames):
+            if _is_test(fr.path):
+                out.append((fr.path, fr.line))
+                break
+        if f.path and _is_test(f.path):
+            out.append((f.path, f.line))
+    return list(dict.fromkeys(h for h in out if h[1] > 0))
+
+
+def callee_context(
+    source: SourceView,
+    failures: Sequence[Failure],
+    *,
+    max_names: int = 6,
+    max_second_hop: int = 4,
+    max_sites: int = 3,
+) -> list[Evidence]:
+    """Definitions the failing test lines call, one hop and then two (see the module docstring)."""
+    files = _Files(source)
+    seen: set[tuple[str, int]] = set()
+    first: list[_Def] = []
+    names_done: set[str] = set()
+    for path, line in _test_sites(failures)[:max_sites]:
+        text = source.read(path)
+        if text is None:
+            continue
+        exts = _language_exts(path)
+        for name, method in _test_calls(text.splitlines(), line):
+            if len(names_done) >= max_names:
+                break
+            if name in names_done:
+                continue
+            names_done.add(name)
+            for d in _definitions(files, name, exts, method=method):
+                if (d.path, d.start) not in seen:
+                    seen.add((d.path, d.start))
+                    first.append(d)
+    out: list[Evidence] = []
+    for rank, d in enumerate(first):
+        for start, end, body in _parts(source, d, MAX_PARTS):
+            out.append(
+                _evidence(d, start, end, body, score=1.9 - rank * 0.01, why="called by the failing test")
+            )
+    second: list[_Def] = []
+    tries = 0
+    for d in first:
+        body_lines = (source.read(d.path) or "").splitlines()[d.start : d.end]
+        exts = _language_exts(d.path)
+        for name, method in _calls_in(body_lines):
+            if len(second) >= max_second_hop or tries >= 4 * max_second_hop:
+                break
+            if name in names_done or name == d.name:
+                continue
+            names_done.add(name)
+            tries += 1
+            for d2 in _definitions(files, name, exts, limit=1, method=method):
+                if (d2.path, d2.start) not in seen:
+                    seen.add((d2.path, d2.start))
+                    second.append(d2)
+    for rank, d in enumerate(second):
+        for start, end, body in _parts(source, d, 1):
+            out.append(
+                _evidence(d, start, end, body, score=1.2 - rank * 0.01, why="called by code the test calls")
+            )
+    return out
+
+
+def _evidence(d: _Def, start: int, end: int, body: str, *, score: float, why: str) -> Evidence:
+    return Evidence(
+        id=f"callee:{d.path}:{start}-{end}",
+        source="code",
+        path=d.path,
+        start_line=start,
+        end_line=end,
+        text=body,
+        symbol=d.name,
+        score=round(score, 4),
+        why=why,
+    )
+
+
+__all__ = ["PART_LINES", "called_names", "callee_context", "enclosing_def", "function_window"]
