@@ -26,6 +26,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/python scripts/import-graph --check
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -1,5 +1,8 @@
 """``/arcs`` comment commands: a pure parser (no I/O; the worker posts replies).
 
+The parsed value, :class:`~jobs.messages.Command`, lives with the messages (it travels in
+``handle_command``); it is re-exported here.
+
 Grammar (one command per comment, on a line of its own)::
 
     /arcs fix    [tier=0|small|medium|large|auto] [budget=0.50|$2] [iterations=N]
@@ -21,19 +24,27 @@ import difflib
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, Literal, get_args
+from typing import get_args
 
-Verb = Literal["fix", "retry", "stop", "help", "revise"]
-Tier = Literal["0", "small", "medium", "large", "auto"]
+from jobs.messages import Command, Tier, Verb
+from jobs.render import HELP_TEXT, MAX_BUDGET_USD, MAX_ITERATIONS  # one copy: the worker answers `/arcs help`
+
+__all__ = [
+    "HELP_TEXT",
+    "MAX_BUDGET_USD",
+    "MAX_ITERATIONS",
+    "Command",
+    "CommandError",
+    "Tier",
+    "Verb",
+    "parse_command",
+]
 
 VERBS: tuple[str, ...] = get_args(Verb)
 TIERS: tuple[str, ...] = get_args(Tier)
 OPTION_VERBS = frozenset({"fix", "retry"})
 OPTIONS: tuple[str, ...] = ("tier", "budget", "iterations")
 
-MAX_BUDGET_USD = Decimal(1000)
-"""A sanity bound on one request; the repository's policy (worker side) caps it further."""
-MAX_ITERATIONS = 100
 MAX_INSTRUCTIONS_CHARS = 8000
 """Revise instructions beyond this are cut (the worker sanitizes and truncates them again)."""
 
@@ -44,42 +55,6 @@ USAGE = (
     "`/arcs retry [same options]`, `/arcs stop`, `/arcs help`, "
     "`/arcs revise <instructions>` (on an ARCS pull request)."
 )
-
-HELP_TEXT = f"""ARCS commands (one per comment, on a line of its own):
-
-- `/arcs fix [tier=…] [budget=…] [iterations=N]`: repair this failure or issue.
-  `tier` is `0` (templates only, no model), `small`, `medium`, `large` or `auto` (default);
-  `budget` is a spending cap in US dollars (`budget=0.50`, `budget=$2`);
-  `iterations` caps the number of repair iterations.
-- `/arcs retry [options]`: run the last repair again (options as for fix).
-- `/arcs stop`: stop the repair running here.
-- `/arcs revise <instructions>`: on an ARCS pull request, run the loop again on its branch with
-  your instructions as review feedback.
-- `/arcs help`: this message.
-
-Only people with write, maintain or admin permission on the repository can run commands.
-Maximum budget per request: ${MAX_BUDGET_USD}; maximum iterations: {MAX_ITERATIONS}."""
-
-
-@dataclass(frozen=True, slots=True)
-class Command:
-    """A parsed command. Options are ``None`` when not given (the repository's policy decides)."""
-
-    verb: Verb
-    tier: Tier | None = None
-    budget_usd: Decimal | None = None
-    iterations: int | None = None
-    instructions: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-able form (the budget as a string, so no float rounding creeps in)."""
-        return {
-            "verb": self.verb,
-            "tier": self.tier,
-            "budget_usd": str(self.budget_usd) if self.budget_usd is not None else None,
-            "iterations": self.iterations,
-            "instructions": self.instructions,
-        }
 
 
 @dataclass(frozen=True, slots=True)

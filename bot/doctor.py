@@ -558,7 +558,8 @@ def _call_github_app(settings: Settings, options: DoctorOptions, credentials: An
 def check_sandbox(settings: Settings, options: DoctorOptions) -> CheckResult:
     """bubblewrap is installed and a trivial sandboxed command runs (``ARCS_RUNNER=docker``: the
     container engine answers and knows the runtime)."""
-    from runners.sandbox import LocalSandbox, make_runner
+    from runners.factory import make_runner
+    from runners.sandbox import LocalSandbox
 
     name = "sandbox"
     if settings.runner == "docker":

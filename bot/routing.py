@@ -1,12 +1,13 @@
 """Webhook routing: ``(event, action)`` -> a pure handler -> the jobs to enqueue.
 
-Each concern has its own module under :mod:`bot.handlers` with its own :class:`Router`; this
-module composes them (:func:`build_router`). Each route names the view its handler reads
+Each concern has its own module under :mod:`bot.handlers` with its own :class:`Router`;
+:func:`bot.handlers.registry.build_router` composes them (this module imports no handler: they
+import it). Each route names the view its handler reads
 (:mod:`bot.handlers.views`: only the fields the handler uses); :meth:`Router.route` reads the
 payload as that view (:class:`~bot.handlers.views.PayloadInvalid` names a needed field that is
 missing or mistyped) and calls the handler with it and a :class:`RouteContext`. Handlers return a
-:class:`Decision`: the :class:`~jobs.messages.JobRequest` s to enqueue, or why nothing is
-enqueued. They do no I/O, so they are unit-testable without HTTP, a database or a broker.
+:class:`Decision`: the :class:`~jobs.messages.Envelope` s (typed messages) to enqueue, or why
+nothing is enqueued. They do no I/O, so they are unit-testable without HTTP, a database or a broker.
 
 What handlers deliberately do *not* decide (it needs the GitHub API, which the request path never
 calls): the repository's ``.arcs.yml`` (watched branches, the trigger label), the retry cap on
@@ -23,7 +24,7 @@ from typing import Any, TypeVar
 
 from bot.handlers.views import View, read
 from bot.settings import Settings
-from jobs.messages import ActorName, JobRequest
+from jobs.messages import Envelope, Message
 
 DEFAULT_LABEL = "arcs"
 """The issue label that asks ARCS for a fix unless a repository's ``.arcs.yml`` names another one
@@ -52,32 +53,20 @@ class RouteContext:
             ctx["repo"] = self.repo_full_name
         return ctx
 
-    def job(
-        self,
-        actor: ActorName,
-        args: Mapping[str, Any],
-        *,
-        key: str,
-        repo: str | None = None,
-    ) -> JobRequest:
-        """Build a job carrying the common args (``repo``, ``installation_id``, ``delivery_id``)."""
-        repo_name = repo or self.repo_full_name
+    def job(self, message: Message, *, key: str) -> Envelope:
+        """The envelope of ``message``: its idempotency ``key`` and the log context (with the
+        message's repository, which may differ from the delivery's: installation events)."""
         context = self.log_context()
-        if repo_name:
-            context["repo"] = repo_name
-        common: dict[str, Any] = {
-            "repo": repo_name,
-            "installation_id": self.installation_id,
-            "delivery_id": self.delivery_id,
-        }
-        return JobRequest(actor=actor, args={**common, **args}, context=context, idempotency_key=key)
+        if message.repo:
+            context["repo"] = message.repo
+        return Envelope.of(message, context=context, idempotency_key=key)
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
     """A handler's answer: jobs to enqueue, or an empty tuple and the reason nothing is done."""
 
-    jobs: tuple[JobRequest, ...] = ()
+    jobs: tuple[Envelope, ...] = ()
     reason: str | None = None
 
     @property
@@ -86,7 +75,7 @@ class Decision:
         return bool(self.jobs)
 
 
-def enqueue(*jobs: JobRequest) -> Decision:
+def enqueue(*jobs: Envelope) -> Decision:
     """A decision that enqueues ``jobs``."""
     return Decision(jobs=tuple(jobs))
 
@@ -167,31 +156,3 @@ class Router:
             what = f"{event}.{action}" if action else event
             return ignore(f"{what} is not handled")
         return found.handler(read(found.view, payload), ctx)
-
-
-def build_router() -> Router:
-    """Compose one router per concern into the app's router."""
-    # Imported here: the handler modules import this one (for Router and Decision).
-    import bot.handlers.check_suite
-    import bot.handlers.installation
-    import bot.handlers.issue_comment
-    import bot.handlers.issues
-    import bot.handlers.ping
-    import bot.handlers.pull_request
-    import bot.handlers.push
-    import bot.handlers.workflow_run
-
-    handlers = bot.handlers
-    app = Router("arcs")
-    for module in (
-        handlers.workflow_run,
-        handlers.check_suite,
-        handlers.issues,
-        handlers.issue_comment,
-        handlers.installation,
-        handlers.push,
-        handlers.pull_request,
-        handlers.ping,
-    ):
-        app.include(module.router)
-    return app

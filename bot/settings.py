@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from bot.errors import ConfigError
+from indexing.config import IndexConfig
 
 DEFAULT_EXCLUDES: tuple[str, ...] = (
     ".git/",
@@ -252,6 +253,22 @@ class Settings(BaseModel):
     def index_dir(self) -> Path:
         """Folder for per-repository index manifests."""
         return self.home / "index"
+
+    def index_config(self) -> IndexConfig:
+        """The plain values the ``indexing`` layer runs on (it never sees the settings)."""
+        return IndexConfig(
+            index_dir=self.index_dir,
+            cache_dir=self.cache_dir,
+            qdrant_path=self.qdrant_path,
+            qdrant_url=self.qdrant_url,
+            qdrant_api_key=self.qdrant_api_key,
+            embedder=self.embedder,
+            embed_threads=self.embed_threads,
+            embed_max_tokens=self.embed_max_tokens,
+            index_mode=self.index_mode,
+            exclude=self.exclude,
+            max_file_bytes=self.max_file_bytes,
+        )
 
 
 _UNPREFIXED = {"anthropic_api_key": "ANTHROPIC_API_KEY", "anthropic_base_url": "ANTHROPIC_BASE_URL"}

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pathspec
 
-from indexing.languages import language_for_path
+# is_test_path lives in the pure indexing.languages (the repair core uses it); re-exported here.
+from indexing.languages import is_test_path, language_for_path
 
 __all__ = [
     "BINARY_SNIFF_BYTES",
@@ -213,34 +214,6 @@ def _decode(data: bytes) -> str | None:
     except UnicodeDecodeError:
         return None
     return text.removeprefix("\ufeff")
-
-
-# The one definition of "test code" for the whole project: the retriever down-weights it, tier-0
-# localization skips it, and the policy gate protects it from weakening.
-_TEST_DIRS = frozenset(
-    {"test", "tests", "__tests__", "testing", "spec", "specs", "testdata", "test_data", "e2e"}
-)
-_TEST_FILE = re.compile(
-    r"""^(
-        test_.*\.py | .*_tests?\.py | conftest\.py
-      | .*_test\.go
-      | .*\.(test|spec)\.[cm]?[jt]sx? | .*\.spec\.\w+
-      | .*(Test|Tests|IT)\.(java|kt) | Test.*\.java
-      | .*_(test|spec)\.rb
-      | tests?\.rs
-    )$""",
-    re.VERBOSE,
-)
-
-
-def is_test_path(rel: str) -> bool:
-    """True when ``rel`` looks like test code: under a ``tests/``-like directory (``src/test/``,
-    ``__tests__/``, ``spec/``, ``testdata/``…) or named like a test file (``test_*.py``, ``*_test.go``,
-    ``*.test.ts``, ``*.spec.js``, ``*Test.java``, ``*_spec.rb``…)."""
-    parts = rel.replace("\\", "/").split("/")
-    if any(p.lower() in _TEST_DIRS for p in parts[:-1]):
-        return True
-    return bool(_TEST_FILE.match(parts[-1]))
 
 
 def is_indexable(

@@ -6,7 +6,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.errors import UsageError
+from jobs.repair.errors import UsageError
 
 
 class GitError(Exception):

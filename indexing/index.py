@@ -1,7 +1,7 @@
 """Build and incrementally refresh one repository's index (chunks + hierarchy) in Qdrant.
 
 State lives in two places: the Qdrant collections (points) and a JSON *manifest* per repository
-under ``settings.index_dir`` (commit built from, embedder, and per file: content hash, stat, point ids,
+under ``config.index_dir`` (commit built from, embedder, and per file: content hash, stat, point ids,
 structural summary). A refresh:
 
 1. finds candidate files -- when the manifest's commit is an ancestor of HEAD, the discovery settings
@@ -17,7 +17,7 @@ structural summary). A refresh:
    mean of the chunk vectors below the node: no model call; sparse vectors come from the abstracts);
 4. writes the manifest last, atomically.
 
-Modes (``settings.index_mode``): *eager* embeds every changed chunk during the refresh; *lazy* (seed
+Modes (``config.index_mode``): *eager* embeds every changed chunk during the refresh; *lazy* (seed
 001's lazy expansion, :mod:`indexing.lazy`) stores chunks with their sparse vectors only -- plus a
 dense vector when the embedding cache already has one -- and embeds the tree's file/directory
 abstracts instead; chunk bodies are embedded when a query needs them or by :meth:`RepoIndex.fill`.
@@ -34,7 +34,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -44,10 +43,9 @@ from typing import Any
 
 import numpy as np
 
-from bot.errors import UsageError
-from bot.settings import Settings
 from indexing import gitutil
 from indexing.chunker import chunk_file
+from indexing.config import IndexConfig, IndexConfigLike, as_index_config
 from indexing.embed import CachedEmbedder, Embedder, embedding_text
 from indexing.files import discover_files, is_indexable, read_text
 from indexing.hierarchy import (
@@ -62,13 +60,15 @@ from indexing.hierarchy import (
 )
 from indexing.languages import language_for_path
 from indexing.lazy import FillStats, LazyExpander
+from indexing.manifest import FileEntry, Manifest, write_atomic
 from indexing.model import Chunk
 from indexing.registry import make_embedder, process_registry
+from indexing.retention import collection_name, default_repo_id, index_files
 from indexing.retriever import HybridRetriever, chunk_from_payload
 from indexing.store import PointData, QdrantStore, StoreFilter, ancestor_dirs, point_id
 from indexing.tokens import document_vector
+from jobs.repair.errors import UsageError
 
-MANIFEST_VERSION = 1
 EMBED_BATCH = 256
 _MAX_SPARSE_CHARS = 20_000
 DERIVE_NODE_VECTORS = True
@@ -99,119 +99,6 @@ class IndexStats:
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form (``arcs index --json``)."""
         return asdict(self)
-
-
-@dataclass
-class FileEntry:
-    """Manifest record of one indexed file."""
-
-    hash: str
-    size: int
-    mtime_ns: int
-    ids: list[str]
-    summary: FileSummary
-    abstract: str
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain-JSON form."""
-        return {
-            "hash": self.hash,
-            "size": self.size,
-            "mtime_ns": self.mtime_ns,
-            "ids": self.ids,
-            "summary": self.summary.to_json(),
-            "abstract": self.abstract,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> FileEntry:
-        """Inverse of :meth:`to_json`."""
-        return cls(
-            hash=str(data["hash"]),
-            size=int(data["size"]),
-            mtime_ns=int(data["mtime_ns"]),
-            ids=[str(i) for i in data["ids"]],
-            summary=FileSummary.from_json(data["summary"]),
-            abstract=str(data.get("abstract", "")),
-        )
-
-
-@dataclass
-class Manifest:
-    """The index's memory of what it holds."""
-
-    repo_id: str
-    root: str
-    collection: str
-    commit: str
-    embedder: str
-    dim: int
-    summarizer: str
-    files: dict[str, FileEntry] = field(default_factory=dict)
-    tree_ids: list[str] = field(default_factory=list)
-    pending: list[str] = field(default_factory=list)
-    discovery: str = ""
-    """Fingerprint of the discovery settings (exclusions, size limit) the file set was built with."""
-    unreadable: list[str] = field(default_factory=list)
-    """Files skipped as unreadable by the last refresh (re-checked by the next one)."""
-    mode: str = "eager"
-    """The index mode of the last refresh (an eager refresh after a lazy one fills and re-derives)."""
-    snapshot: str = ""
-    """Stamp of the read snapshot written with this manifest (:mod:`indexing.snapshot`); empty: none."""
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain-JSON form (sorted, so equal states write equal files)."""
-        return {
-            "version": MANIFEST_VERSION,
-            "repo_id": self.repo_id,
-            "root": self.root,
-            "collection": self.collection,
-            "commit": self.commit,
-            "embedder": self.embedder,
-            "dim": self.dim,
-            "summarizer": self.summarizer,
-            "pending": sorted(self.pending),
-            "discovery": self.discovery,
-            "unreadable": sorted(self.unreadable),
-            "mode": self.mode,
-            "snapshot": self.snapshot,
-            "tree_ids": sorted(self.tree_ids),
-            "files": {p: self.files[p].to_json() for p in sorted(self.files)},
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Manifest:
-        """Inverse of :meth:`to_json`; ``ValueError`` for another manifest version."""
-        if data.get("version") != MANIFEST_VERSION:
-            raise ValueError("manifest version mismatch")
-        return cls(
-            repo_id=str(data["repo_id"]),
-            root=str(data["root"]),
-            collection=str(data["collection"]),
-            commit=str(data["commit"]),
-            embedder=str(data["embedder"]),
-            dim=int(data["dim"]),
-            summarizer=str(data["summarizer"]),
-            files={p: FileEntry.from_json(e) for p, e in data["files"].items()},
-            tree_ids=[str(i) for i in data.get("tree_ids", [])],
-            pending=[str(p) for p in data.get("pending", [])],
-            discovery=str(data.get("discovery", "")),
-            unreadable=[str(p) for p in data.get("unreadable", [])],
-            mode=str(data.get("mode", "eager")),
-            snapshot=str(data.get("snapshot", "")),
-        )
-
-
-def default_repo_id(root: Path) -> str:
-    """Repository id of a local checkout: its resolved absolute path."""
-    return f"local:{root.resolve().as_posix()}"
-
-
-def collection_name(repo_id: str) -> str:
-    """Qdrant collection of a repository: a readable slug plus a hash of the full id (stable, unique)."""
-    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", repo_id).strip("-")[-40:].strip("-") or "repo"
-    digest = hashlib.sha256(repo_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    return f"arcs_{slug}_{digest}"
 
 
 def chunk_point_id(repo_id: str, chunk: Chunk) -> str:
@@ -289,16 +176,6 @@ def _is_readable(path: Path) -> bool:
     return os.access(path, os.R_OK)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    tmp.replace(path)
-
-
 @dataclass
 class _Pending:
     """Chunks waiting to be embedded and upserted."""
@@ -311,7 +188,7 @@ class RepoIndex:
 
     def __init__(
         self,
-        settings: Settings,
+        config: IndexConfigLike,
         root: Path,
         store: QdrantStore,
         embedder: CachedEmbedder,
@@ -321,7 +198,7 @@ class RepoIndex:
         owned: Iterable[Any] = (),
         mode: str = "eager",
     ) -> None:
-        self.settings = settings
+        self.config = as_index_config(config)
         self.root = root
         self.store = store
         self.embedder = embedder
@@ -329,8 +206,7 @@ class RepoIndex:
         self.repo_id = repo_id
         self.collection = collection_name(repo_id)
         self.tree_collection = f"{self.collection}__tree"
-        self.manifest_path = settings.index_dir / f"{self.collection}.json"
-        self.snapshot_path = settings.index_dir / f"{self.collection}.snapshot.npz"
+        self.manifest_path, self.snapshot_path = index_files(self.config, repo_id)
         self._owned = list(owned)
         self._closed = False
         self.derive_node_vectors = DERIVE_NODE_VECTORS
@@ -348,10 +224,15 @@ class RepoIndex:
         self._chunk_vectors: dict[str, list[Any]] = {}
         """Dense vectors of the chunks embedded by the current refresh, per file (for node vectors)."""
 
+    @property
+    def settings(self) -> IndexConfig:
+        """The index's configuration (the name older callers use; see :attr:`config`)."""
+        return self.config
+
     @classmethod
     def open(
         cls,
-        settings: Settings,
+        config: IndexConfigLike,
         repo_path: Path,
         *,
         embedder: Embedder | None = None,
@@ -369,12 +250,13 @@ class RepoIndex:
         admits one client per folder); it is not closed with the index. ``shared`` takes the store
         and the embedder (model and cache) from the process registry (:mod:`indexing.registry`):
         opened once per process, reused by every later index, never closed with one. ``mode``
-        overrides ``settings.index_mode``. ``read_only`` answers queries from the index's read
+        overrides ``config.index_mode``. ``read_only`` answers queries from the index's read
         snapshot when it is current -- no Qdrant client, no folder lock, no refresh possible -- and
         opens the store normally otherwise. Raises :class:`UsageError` for a path that is not a git
         work tree and :class:`ConfigError` when the Qdrant store cannot be opened (e.g. locked by
         another process).
         """
+        settings = as_index_config(config)
         root = gitutil.work_tree_root(Path(repo_path))
         owned: list[Any] = []
         if read_only and store is None:
@@ -424,7 +306,7 @@ class RepoIndex:
         )
 
     @staticmethod
-    def _snapshot_store(settings: Settings, repo_id: str) -> QdrantStore | None:
+    def _snapshot_store(settings: IndexConfig, repo_id: str) -> QdrantStore | None:
         """A store over the current read snapshot of ``repo_id``'s index, or None when stale/missing."""
         from indexing import snapshot
 
@@ -484,7 +366,7 @@ class RepoIndex:
         return manifest if manifest.repo_id == self.repo_id else None
 
     def _save_manifest(self, manifest: Manifest) -> None:
-        _write_atomic(self.manifest_path, json.dumps(manifest.to_json(), separators=(",", ":")))
+        write_atomic(self.manifest_path, json.dumps(manifest.to_json(), separators=(",", ":")))
 
     # -- refresh ---------------------------------------------------------------------------------
 
@@ -533,7 +415,7 @@ class RepoIndex:
         if quick is None:
             current = set(
                 discover_files(
-                    self.root, exclude=self.settings.exclude, max_file_bytes=self.settings.max_file_bytes
+                    self.root, exclude=self.config.exclude, max_file_bytes=self.config.max_file_bytes
                 )
             )
             unreadable = self._unreadable(current)
@@ -641,7 +523,7 @@ class RepoIndex:
 
     def _discovery_key(self) -> str:
         """What decides the indexed file set besides the files themselves (a change means rediscovery)."""
-        data = json.dumps([list(self.settings.exclude), self.settings.max_file_bytes])
+        data = json.dumps([list(self.config.exclude), self.config.max_file_bytes])
         return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
     def _changed_paths(self, manifest: Manifest, head: str, discovery: str) -> set[str] | None:
@@ -682,7 +564,7 @@ class RepoIndex:
         unreadable: list[str] = []
         for rel in sorted(check):
             if is_indexable(
-                self.root, rel, exclude=self.settings.exclude, max_file_bytes=self.settings.max_file_bytes
+                self.root, rel, exclude=self.config.exclude, max_file_bytes=self.config.max_file_bytes
             ):
                 current.add(rel)
                 continue

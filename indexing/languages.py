@@ -1,106 +1,188 @@
-"""Which language a repository file is in, and the tree-sitter grammars for the code languages.
+"""Which language a repository file is in, the tree-sitter grammars of the code languages, and what
+counts as test code.
 
+The one table is ``languages.json`` next to this module (suffixes, kind, family, grammar, exclusions),
+read on first use: the indexer, the syntax gate and tier 0 all ask here, so they cannot drift apart.
 Detection is by file name only (extension, or a few well-known extensionless names), so it is cheap
 and deterministic. ``None`` means "not worth indexing" (images, archives, lock files, data dumps…).
+
+This module is a pure leaf of the repair core (no processes, no environment): keep it that way.
 """
 
 from __future__ import annotations
 
+import importlib
+import json
+import re
 import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cache
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Literal, cast
 
-import tree_sitter
+if TYPE_CHECKING:
+    import tree_sitter
 
-CODE_LANGUAGES: frozenset[str] = frozenset(
-    {"python", "javascript", "typescript", "tsx", "go", "rust", "java"}
-)
-"""Languages chunked along their syntax tree (each has a grammar wheel)."""
+__all__ = [
+    "CODE_LANGUAGES",
+    "DOC_LANGUAGES",
+    "Kind",
+    "Language",
+    "Purpose",
+    "code_language",
+    "code_languages",
+    "doc_languages",
+    "family",
+    "family_members",
+    "grammar",
+    "is_test_path",
+    "language_for_path",
+    "languages",
+    "parser_for",
+]
 
-DOC_LANGUAGES: frozenset[str] = frozenset({"markdown", "rst"})
-"""Languages chunked by section heading."""
+Kind = Literal["code", "doc", "text"]
+Purpose = Literal["syntax", "symbols"]
+"""Who asks :func:`code_language`: ``syntax`` (every file of a code language) or ``symbols`` (tier 0's
+symbol tables, which skip the ``exclusions.symbols`` of the table: declaration files)."""
 
-_BY_SUFFIX: dict[str, str] = {
-    ".py": "python",
-    ".pyi": "python",
-    ".pyw": "python",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".jsx": "javascript",
-    ".ts": "typescript",
-    ".mts": "typescript",
-    ".cts": "typescript",
-    ".tsx": "tsx",
-    ".go": "go",
-    ".rs": "rust",
-    ".java": "java",
-    ".md": "markdown",
-    ".markdown": "markdown",
-    ".mdx": "markdown",
-    ".rst": "rst",
-}
+_DATA = Path(__file__).with_name("languages.json")
 
-# Other indexable text: configuration, prose, and source in languages without a grammar here
-# (indexed by line windows, which still beats not finding them at all).
-_TEXT_SUFFIXES: frozenset[str] = frozenset(
-    {
-        # prose and configuration
-        ".txt", ".text", ".toml", ".yaml", ".yml", ".json", ".jsonc", ".json5", ".cfg", ".ini",
-        ".conf", ".properties", ".xml", ".gradle", ".sbt", ".mod", ".mk", ".cmake", ".dockerfile",
-        ".tf", ".hcl", ".nix", ".proto", ".graphql", ".gql", ".sql", ".env.example", ".in",
-        ".adoc", ".asciidoc", ".org", ".tex", ".bib", ".csproj", ".editorconfig",
-        # source code without a grammar wheel
-        ".c", ".h", ".cc", ".cpp", ".cxx", ".hh", ".hpp", ".hxx", ".cs", ".rb", ".php", ".kt",
-        ".kts", ".swift", ".scala", ".lua", ".r", ".pl", ".pm", ".sh", ".bash", ".zsh", ".fish",
-        ".ps1", ".bat", ".cmd", ".vue", ".svelte", ".html", ".htm", ".css", ".scss", ".sass",
-        ".less", ".ex", ".exs", ".erl", ".hs", ".ml", ".mli", ".clj", ".dart", ".jl", ".zig",
-        ".nim", ".pyx", ".pxd", ".groovy", ".m", ".mm", ".f90", ".cu", ".cuh",
-    }
-)  # fmt: skip
+if TYPE_CHECKING:
+    # Read lazily through the module's __getattr__ (nothing is read at import time).
+    CODE_LANGUAGES: frozenset[str]
+    """Languages chunked along their syntax tree (each has a grammar wheel)."""
+    DOC_LANGUAGES: frozenset[str]
+    """Languages chunked by section heading."""
 
-# Extensionless (or oddly named) files that are worth indexing, matched case-insensitively.
-_TEXT_NAMES: frozenset[str] = frozenset(
-    {
-        "readme", "changelog", "changes", "history", "contributing", "authors", "todo",
-        "dockerfile", "containerfile", "makefile", "gnumakefile", "procfile", "jenkinsfile",
-        "vagrantfile", "gemfile", "rakefile", "justfile", "pipfile", "codeowners", "manifest.in",
-        ".gitignore", ".gitattributes", ".dockerignore", ".editorconfig", ".flake8", ".pylintrc",
-        ".coveragerc", ".npmrc", ".nvmrc", ".python-version", ".pre-commit-config.yaml",
-    }
-)  # fmt: skip
 
-# Big, machine-written or legal boilerplate: retrieval noise for a repair bot.
-_SKIP_NAMES: frozenset[str] = frozenset(
-    {
-        "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock",
-        "pipfile.lock", "cargo.lock", "go.sum", "composer.lock", "gemfile.lock", "uv.lock",
-        "pdm.lock", "bun.lockb", "license", "license.txt", "license.md", "licence", "copying",
-        "notice",
-    }
-)  # fmt: skip
+@dataclass(frozen=True, slots=True)
+class Language:
+    """One entry of ``languages.json``."""
+
+    name: str
+    kind: Kind
+    family: str
+    """Languages of one family share a module system and a symbol space (TypeScript imports JavaScript)."""
+    suffixes: tuple[str, ...]
+    grammar_module: str = ""
+    """The tree-sitter grammar wheel (code languages only) and the function returning its pointer."""
+    grammar_function: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Table:
+    languages: Mapping[str, Language]
+    by_suffix: Mapping[str, str]
+    text_names: frozenset[str]
+    skip_names: frozenset[str]
+    skip_endings: tuple[str, ...]
+    exclusions: Mapping[str, tuple[str, ...]]
+
+
+def _strings(value: object, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"languages.json: {where} must be a list of strings")
+    return tuple(cast("list[str]", value))
+
+
+@cache
+def _table() -> _Table:
+    raw = json.loads(_DATA.read_text(encoding="utf-8"))
+    languages: dict[str, Language] = {}
+    by_suffix: dict[str, str] = {}
+    text_names: tuple[str, ...] = ()
+    for name, entry in raw["languages"].items():
+        kind = entry["kind"]
+        if kind not in ("code", "doc", "text"):
+            raise ValueError(f"languages.json: {name}: unknown kind {kind!r}")
+        grammar_ = entry.get("grammar", {})
+        if (kind == "code") != bool(grammar_):
+            raise ValueError(f"languages.json: {name}: a grammar is required for code and only for code")
+        suffixes = _strings(entry["suffixes"], f"{name}.suffixes")
+        languages[name] = Language(
+            name=name,
+            kind=kind,
+            family=str(entry["family"]),
+            suffixes=suffixes,
+            grammar_module=str(grammar_.get("module", "")),
+            grammar_function=str(grammar_.get("function", "")),
+        )
+        for suffix in suffixes:
+            if suffix in by_suffix:
+                raise ValueError(f"languages.json: {suffix} is listed for {by_suffix[suffix]} and {name}")
+            by_suffix[suffix] = name
+        if kind == "text":
+            text_names += _strings(entry.get("names", []), f"{name}.names")
+    return _Table(
+        languages=languages,
+        by_suffix=by_suffix,
+        text_names=frozenset(text_names),
+        skip_names=frozenset(_strings(raw["skip"]["names"], "skip.names")),
+        skip_endings=_strings(raw["skip"]["endings"], "skip.endings"),
+        exclusions={k: _strings(v["endings"], f"exclusions.{k}") for k, v in raw["exclusions"].items()},
+    )
+
+
+def languages() -> Mapping[str, Language]:
+    """Every language of the table, by name."""
+    return _table().languages
+
+
+@cache
+def code_languages() -> frozenset[str]:
+    """Languages parsed along their syntax tree (each has a grammar wheel)."""
+    return frozenset(n for n, lang in _table().languages.items() if lang.kind == "code")
+
+
+@cache
+def doc_languages() -> frozenset[str]:
+    """Languages chunked by section heading."""
+    return frozenset(n for n, lang in _table().languages.items() if lang.kind == "doc")
+
+
+def __getattr__(name: str) -> frozenset[str]:
+    # The former constants, now read from languages.json on first use.
+    if name == "CODE_LANGUAGES":
+        return code_languages()
+    if name == "DOC_LANGUAGES":
+        return doc_languages()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def family(language: str) -> str:
+    """The family of ``language`` (``javascript`` for TypeScript and TSX); the name itself when unknown."""
+    entry = _table().languages.get(language)
+    return entry.family if entry is not None else language
+
+
+@cache
+def family_members(language: str) -> frozenset[str]:
+    """The code languages of ``language``'s family (``{language}`` alone when it has none)."""
+    own = family(language)
+    members = {n for n, lang in _table().languages.items() if lang.family == own and lang.kind == "code"}
+    return frozenset(members | {language})
 
 
 def language_for_path(path: str) -> str | None:
     """The language of ``path`` (repo-relative, POSIX), or ``None`` when it is not indexable.
 
-    Code languages are those in :data:`CODE_LANGUAGES`; ``markdown``/``rst`` documents are chunked by
+    Code languages are those of :func:`code_languages`; ``markdown``/``rst`` documents are chunked by
     section; ``text`` covers other useful text (configuration, README, build files, and source in
     languages without a grammar), which is chunked by line windows.
     """
-    name = PurePosixPath(path).name
-    lower = name.lower()
-    if not lower or lower in _SKIP_NAMES or lower.endswith(".lock"):
-        return None
-    if lower.endswith((".min.js", ".min.css", ".map")):
+    table = _table()
+    lower = PurePosixPath(path).name.lower()
+    if not lower or lower in table.skip_names or lower.endswith(table.skip_endings):
         return None
     suffix = PurePosixPath(lower).suffix
-    if suffix in _BY_SUFFIX:
-        return _BY_SUFFIX[suffix]
-    if suffix in _TEXT_SUFFIXES or lower in _TEXT_NAMES:
+    if suffix in table.by_suffix:
+        return table.by_suffix[suffix]
+    if lower in table.text_names:
         return "text"
     stem = lower.split(".", 1)[0]
-    if stem in _TEXT_NAMES and stem not in {".gitignore", ".dockerignore"}:
+    if stem in table.text_names and stem not in {".gitignore", ".dockerignore"}:
         # README.txt is handled above; this catches Dockerfile.dev, Makefile.am, CHANGES.old …
         return "text"
     if lower.startswith(("requirements", "constraints")) and suffix in {".txt", ".in", ""}:
@@ -108,35 +190,33 @@ def language_for_path(path: str) -> str | None:
     return None
 
 
+def code_language(path: str, *, purpose: Purpose = "syntax") -> str | None:
+    """The code language of ``path`` by its suffix alone, or ``None`` (documents, text, unknown).
+
+    Unlike :func:`language_for_path` nothing is skipped as noise (a ``.min.js`` is still JavaScript);
+    for ``purpose="symbols"`` the table's ``exclusions.symbols`` (declaration files) give ``None``.
+    """
+    table = _table()
+    lower = PurePosixPath(path).name.lower()
+    if lower.endswith(table.exclusions.get(purpose, ())):
+        return None
+    language = table.by_suffix.get(PurePosixPath(lower).suffix)
+    if language is None or table.languages[language].kind != "code":
+        return None
+    return language
+
+
 @cache
 def grammar(language: str) -> tree_sitter.Language:
     """The tree-sitter grammar for a code language (loaded once). Raises KeyError for others."""
-    # Imported lazily: no grammar is loaded unless a file of that language is chunked.
-    if language == "python":
-        import tree_sitter_python as mod
+    entry = _table().languages.get(language)
+    if entry is None or entry.kind != "code":
+        raise KeyError(f"no tree-sitter grammar for {language!r}")
+    # Imported lazily: no grammar (nor tree-sitter) is loaded unless a file of that language is parsed.
+    import tree_sitter
 
-        return tree_sitter.Language(mod.language())
-    if language == "javascript":
-        import tree_sitter_javascript as js
-
-        return tree_sitter.Language(js.language())
-    if language in ("typescript", "tsx"):
-        import tree_sitter_typescript as tsm
-
-        return tree_sitter.Language(tsm.language_tsx() if language == "tsx" else tsm.language_typescript())
-    if language == "go":
-        import tree_sitter_go as go
-
-        return tree_sitter.Language(go.language())
-    if language == "rust":
-        import tree_sitter_rust as rs
-
-        return tree_sitter.Language(rs.language())
-    if language == "java":
-        import tree_sitter_java as java
-
-        return tree_sitter.Language(java.language())
-    raise KeyError(f"no tree-sitter grammar for {language!r}")
+    module = importlib.import_module(entry.grammar_module)
+    return tree_sitter.Language(getattr(module, entry.grammar_function)())
 
 
 _local = threading.local()
@@ -150,6 +230,36 @@ def parser_for(language: str) -> tree_sitter.Parser:
         _local.parsers = parsers
     parser = parsers.get(language)
     if parser is None:
+        import tree_sitter
+
         parser = tree_sitter.Parser(grammar(language))
         parsers[language] = parser
     return parser
+
+
+# The one definition of "test code" for the whole project: the retriever down-weights it, tier-0
+# localization skips it, and the policy gate protects it from weakening.
+_TEST_DIRS = frozenset(
+    {"test", "tests", "__tests__", "testing", "spec", "specs", "testdata", "test_data", "e2e"}
+)
+_TEST_FILE = re.compile(
+    r"""^(
+        test_.*\.py | .*_tests?\.py | conftest\.py
+      | .*_test\.go
+      | .*\.(test|spec)\.[cm]?[jt]sx? | .*\.spec\.\w+
+      | .*(Test|Tests|IT)\.(java|kt) | Test.*\.java
+      | .*_(test|spec)\.rb
+      | tests?\.rs
+    )$""",
+    re.VERBOSE,
+)
+
+
+def is_test_path(rel: str) -> bool:
+    """True when ``rel`` looks like test code: under a ``tests/``-like directory (``src/test/``,
+    ``__tests__/``, ``spec/``, ``testdata/``…) or named like a test file (``test_*.py``, ``*_test.go``,
+    ``*.test.ts``, ``*.spec.js``, ``*Test.java``, ``*_spec.rb``…)."""
+    parts = rel.replace("\\", "/").split("/")
+    if any(p.lower() in _TEST_DIRS for p in parts[:-1]):
+        return True
+    return bool(_TEST_FILE.match(parts[-1]))

@@ -6,7 +6,7 @@ opening the embedded Qdrant store re-reads every point; paying that per job, or 
 inside one process, is what this module avoids. It also makes the process the *single owner* of an
 embedded Qdrant folder: Qdrant's local mode admits one client per folder, so every index of the
 process must share one :class:`~indexing.store.QdrantStore`. A second *process* still cannot open the
-folder (a :class:`~bot.errors.ConfigError` says so and points at ``ARCS_QDRANT_URL``).
+folder (a :class:`~jobs.repair.errors.ConfigError` says so and points at ``ARCS_QDRANT_URL``).
 
 Resources are keyed by plain values (no settings object), created under a lock, and closed together
 by :meth:`IndexRegistry.close` (process exit); an index opened with them never closes them.
@@ -18,7 +18,7 @@ import atexit
 import threading
 from pathlib import Path
 
-from bot.settings import Settings
+from indexing.config import IndexConfigLike, as_index_config
 from indexing.embed import DEFAULT_MAX_SEQ_LENGTH, CachedEmbedder, Embedder
 from indexing.embedders import embedder_for
 from indexing.store import QdrantStore
@@ -68,7 +68,7 @@ class IndexRegistry:
     def store(self, *, url: str | None, path: Path, api_key: str | None = None) -> QdrantStore:
         """The process's client of a Qdrant server or embedded folder (opened on first request).
 
-        Raises :class:`~bot.errors.ConfigError` when an embedded folder is held by another process.
+        Raises :class:`~jobs.repair.errors.ConfigError` when an embedded folder is held by another process.
         """
         key = f"url:{url}" if url else f"path:{path.resolve()}"
         with self._lock:
@@ -114,17 +114,19 @@ def process_registry() -> IndexRegistry:
         return _registry
 
 
-def base_embedder(settings: Settings) -> Embedder:
+def base_embedder(config: IndexConfigLike) -> Embedder:
     """The configured embedder without a cache (shared by every caller in this process)."""
+    cfg = as_index_config(config)
     return process_registry().base_embedder(
-        settings.embedder, settings.cache_dir, settings.embed_threads, settings.embed_max_tokens
+        cfg.embedder, cfg.cache_dir, cfg.embed_threads, cfg.embed_max_tokens
     )
 
 
-def make_embedder(settings: Settings) -> CachedEmbedder:
-    """The configured embedder wrapped in the persistent cache under ``settings.cache_dir``.
+def make_embedder(config: IndexConfigLike) -> CachedEmbedder:
+    """The configured embedder wrapped in the persistent cache under ``config.cache_dir``.
 
     The model behind it is the process's shared instance (loaded once, see :func:`process_registry`);
     the returned cache is the caller's to close.
     """
-    return CachedEmbedder(base_embedder(settings), settings.cache_dir / "embeddings.sqlite3")
+    cfg = as_index_config(config)
+    return CachedEmbedder(base_embedder(cfg), cfg.cache_dir / "embeddings.sqlite3")

@@ -21,13 +21,13 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
-from bot.errors import ConfigError
-from bot.settings import Settings
 from jobs.logctx import CONTEXT_OPTION, DroppedJob, JobContextMiddleware, context_of
 from jobs.messages import ActorName, JobRequest
+from jobs.repair.errors import ConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -39,6 +39,7 @@ QUEUES: Mapping[ActorName, str] = {
     "repair_issue": "arcs-repair",
     "handle_command": "arcs-repair",
     "refresh_index": "arcs-index",
+    "drop_index": "arcs-index",
     "publish_result": "arcs-github",
     "record_pr_outcome": "arcs-github",
 }
@@ -63,13 +64,56 @@ DEFAULT_MAINTENANCE_CHANCE = 1000
 MAINTENANCE_SCALE = 1_000_000
 
 
+DEFAULT_REQUEUE_S = 120.0
+"""``ARCS_BROKER_REQUEUE_S``'s default (see :func:`redis_recovery_options`)."""
+
+
 class BrokerUnavailable(ConnectionError):
     """The broker cannot be reached or did not accept a message (the web side answers 503)."""
 
 
-def broker_kind(settings: Settings) -> str:
-    """``redis``, ``rabbitmq`` or ``stub`` for ``settings.broker_url`` (``ConfigError`` otherwise)."""
-    url = (settings.broker_url or "").strip()
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    """Which broker to use and how (built by the edge from ``ARCS_BROKER_*``)."""
+
+    url: str | None = None
+    """``ARCS_BROKER_URL``: ``redis://…``, ``amqp://…``, or unset/``stub://`` (in-process)."""
+    requeue_s: float = DEFAULT_REQUEUE_S
+    """``ARCS_BROKER_REQUEUE_S`` (Redis): when a dead worker's messages are redelivered."""
+
+    @classmethod
+    def of(cls, settings: BrokerSettings) -> BrokerConfig:
+        """The configuration ``settings`` give (``bot.settings.Settings`` conforms)."""
+        return cls(url=settings.broker_url, requeue_s=settings.broker_requeue_s)
+
+
+class BrokerSettings(Protocol):
+    """The settings fields a :class:`BrokerConfig` is built from (read structurally: jobs does not
+    import ``bot``)."""
+
+    @property
+    def broker_url(self) -> str | None:
+        """``ARCS_BROKER_URL``."""
+        ...
+
+    @property
+    def broker_requeue_s(self) -> float:
+        """``ARCS_BROKER_REQUEUE_S``."""
+        ...
+
+
+BrokerConfigLike = BrokerConfig | BrokerSettings
+"""A :class:`BrokerConfig`, or settings to build one from (the web side and ``arcs doctor`` pass theirs)."""
+
+
+def as_broker_config(value: BrokerConfigLike) -> BrokerConfig:
+    """``value`` itself, or the configuration its settings give."""
+    return value if isinstance(value, BrokerConfig) else BrokerConfig.of(value)
+
+
+def broker_kind(config: BrokerConfigLike) -> str:
+    """``redis``, ``rabbitmq`` or ``stub`` for the broker URL (``ConfigError`` otherwise)."""
+    url = (as_broker_config(config).url or "").strip()
     if not url:
         return "stub"
     scheme = urlsplit(url).scheme.lower()
@@ -110,33 +154,34 @@ def redis_recovery_options(requeue_s: float) -> dict[str, int]:
 
 
 def make_broker(
-    settings: Settings,
+    config: BrokerConfigLike,
     *,
     on_failure: Callable[[DroppedJob], None] | None = None,
     timeout_s: float | None = None,
 ) -> dramatiq.Broker:
-    """Build the broker ``settings.broker_url`` names, with ARCS's middleware; connects lazily.
+    """Build the broker ``config.url`` names, with ARCS's middleware; connects lazily.
 
     ``on_failure`` receives every message that is dropped (retries exhausted, too old).
     ``timeout_s`` bounds connecting and every read or write on the broker's sockets (the web
     process: a stalled Redis must not hold a webhook answer); ``None`` keeps the defaults.
 
     Redis: a message a worker fetched and never acknowledged (the worker was SIGKILLed, its host
-    vanished) is redelivered ``settings.broker_requeue_s`` seconds after the worker's last
+    vanished) is redelivered ``config.requeue_s`` seconds after the worker's last
     heartbeat (:func:`redis_recovery_options`). RabbitMQ needs no such tuning: unacknowledged
     messages return to their queue as soon as the consumer's connection (or channel) closes,
     which the server notices at once for a killed process and through the AMQP heartbeat for a
     lost host. (RabbitMQ's own ``consumer_timeout``, 30 min by default, bounds how long a
     delivery may stay unacknowledged: the server closes the channel and requeues it.)
     """
-    kind = broker_kind(settings)
-    url = (settings.broker_url or "").strip()
+    config = as_broker_config(config)
+    kind = broker_kind(config)
+    url = (config.url or "").strip()
     broker: dramatiq.Broker
     if kind == "redis":
         import redis
         from dramatiq.brokers.redis import RedisBroker
 
-        recovery = redis_recovery_options(settings.broker_requeue_s)
+        recovery = redis_recovery_options(config.requeue_s)
         timeouts: dict[str, float] = {"socket_connect_timeout": REDIS_CONNECT_TIMEOUT_S}
         if timeout_s is not None:
             timeouts = {
@@ -278,6 +323,6 @@ class BrokerEnqueuer:
         close_broker(self.broker)
 
 
-def make_enqueuer(settings: Settings, *, timeout_s: float | None = None) -> BrokerEnqueuer:
+def make_enqueuer(config: BrokerConfigLike, *, timeout_s: float | None = None) -> BrokerEnqueuer:
     """The web side's enqueuer for the configured broker (``timeout_s``: see :func:`make_broker`)."""
-    return BrokerEnqueuer(make_broker(settings, timeout_s=timeout_s))
+    return BrokerEnqueuer(make_broker(config, timeout_s=timeout_s))

@@ -13,7 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jobs.ports import BranchHead, IssueInfo, PullRequestInfo, PullRequestRef, RepairOutcome, RepairRequest
+from jobs.plan import PlanDefaults, RepairPlan
+from jobs.ports import BranchHead, IssueInfo, PullRequestInfo, PullRequestRef
+from jobs.repair.budget import Spend
+from jobs.repair.ports import Interrupt
+from jobs.repair.report import RepairReport
 from runners.config import RepoConfig
 
 
@@ -204,10 +208,11 @@ class FakeGitHubGateway(_Recorder):
 
 @dataclass
 class FakeRepairService:
-    """Returns ``outcome`` (a fix of ``app.py`` by default), or runs ``behaviour`` when given."""
+    """Returns ``outcome`` (a fix of ``app.py`` by default), or runs ``behaviour`` when given;
+    records every plan it was given (``requests``) and its interrupt."""
 
-    outcome: RepairOutcome = field(
-        default_factory=lambda: RepairOutcome(
+    outcome: RepairReport = field(
+        default_factory=lambda: RepairReport(
             verdict="fixed",
             fixed=True,
             reason="all target tests pass",
@@ -216,26 +221,27 @@ class FakeRepairService:
             explanation="Set x to 2.",
             tier="small",
             rounds=2,
-            tokens=1234,
-            cost_usd=0.05,
+            spend=Spend(tokens=1234, usd=0.05),
             trace_path="/traces/fake.json",
-            trace_summary={"rounds": 2},
         )
     )
-    behaviour: Callable[[RepairRequest], RepairOutcome] | None = None
-    requests: list[RepairRequest] = field(default_factory=list)
+    behaviour: Callable[[RepairPlan], RepairReport] | None = None
+    requests: list[RepairPlan] = field(default_factory=list)
+    interrupts: list[Interrupt | None] = field(default_factory=list)
+    defaults: PlanDefaults = field(default_factory=lambda: PlanDefaults(use_index=False))
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def run(self, request: RepairRequest) -> RepairOutcome:
-        """Record the request and answer; like the loop, ask the request's interrupt first (a
-        reason -> verdict ``interrupted``, nothing spent)."""
+    def run(self, plan: RepairPlan, *, interrupt: Interrupt | None = None) -> RepairReport:
+        """Record the plan and answer; like the loop, ask the interrupt first (a reason ->
+        verdict ``interrupted``, nothing spent)."""
         with self._lock:
-            self.requests.append(request)
-        reason = request.interrupt.check() if request.interrupt is not None else None
+            self.requests.append(plan)
+            self.interrupts.append(interrupt)
+        reason = interrupt.check() if interrupt is not None else None
         if reason:
-            return RepairOutcome(verdict="interrupted", fixed=False, reason=reason, tier=self.outcome.tier)
+            return RepairReport(verdict="interrupted", fixed=False, reason=reason, tier=self.outcome.tier)
         if self.behaviour is not None:
-            return self.behaviour(request)
+            return self.behaviour(plan)
         return self.outcome
 
 

@@ -26,17 +26,14 @@ import fcntl
 import hashlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import structlog
+from sqlalchemy.engine import Engine
 
-from bot.errors import ArcsError
-from bot.settings import Settings
-
-if TYPE_CHECKING:
-    from sqlalchemy.engine import Engine
+from jobs.repair.errors import ArcsError
 
 log = structlog.get_logger("arcs.locks")
 
@@ -61,9 +58,29 @@ class LockUnavailable(ArcsError):
     exit_code = 1
 
 
+class LockSettings(Protocol):
+    """What :func:`repo_lock` reads from the settings (``bot.settings.Settings`` conforms)."""
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        """The store's database URL."""
+        ...
+
+    @property
+    def index_dir(self) -> Path:
+        """The default folder of lock files."""
+        ...
+
+
+EngineFactory = Callable[[str], Engine]
+"""Opens an engine on a database URL, for the PostgreSQL lock of a :class:`LockSettings` target.
+The edge may pass the store's own (``bot.store.store.create_store_engine``); the default opens a
+plain, unpooled one (:func:`plain_engine`)."""
+
+
 def lock_name(repo: str) -> str:
     """The name of ``repo``'s lock: the Qdrant collection its index is kept in (stable, unique)."""
-    from indexing.index import collection_name
+    from indexing.retention import collection_name
 
     return collection_name(repo)
 
@@ -80,26 +97,27 @@ def lock_path(lock_dir: Path, repo: str) -> Path:
 
 
 def repo_lock(
-    target: Settings | Engine,
+    target: LockSettings | Engine,
     repo: str,
     *,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     lock_dir: Path | None = None,
+    connect: EngineFactory | None = None,
 ) -> contextlib.AbstractContextManager[None]:
     """A context manager that holds ``repo``'s cross-process lock (see the module docstring).
 
-    ``target`` is the settings (PostgreSQL when ``ARCS_DATABASE_URL`` names one: an engine is
-    opened for the lock and disposed after; else a lock file in ``lock_dir``, by default
-    ``settings.index_dir``) or an SQLAlchemy engine already open on the store (PostgreSQL: its
-    pool gives the lock's connection; SQLite: a lock file in ``lock_dir``, which is then required).
-    Raises :class:`LockTimeout` after ``timeout_s`` seconds of waiting, :class:`LockUnavailable`
-    when the lock cannot be taken at all.
+    ``target`` is the settings (PostgreSQL when ``ARCS_DATABASE_URL`` names one: ``connect``,
+    by default :func:`plain_engine`, opens an engine for the lock, disposed after; else a lock
+    file in ``lock_dir``, by default ``settings.index_dir``) or an SQLAlchemy engine already open
+    on the store (PostgreSQL: its pool gives the lock's connection; SQLite: a lock file in
+    ``lock_dir``, which is then required). Raises :class:`LockTimeout` after ``timeout_s``
+    seconds of waiting, :class:`LockUnavailable` when the lock cannot be taken at all.
     """
     if timeout_s < 0:
         raise ValueError("timeout_s must not be negative")
-    if isinstance(target, Settings):
+    if not isinstance(target, Engine):  # the settings (structurally: jobs does not import them)
         if _is_postgres_url(target.sqlalchemy_url):
-            return _pg_lock_on_url(target.sqlalchemy_url, repo, timeout_s)
+            return _pg_lock_on_url(connect or plain_engine, target.sqlalchemy_url, repo, timeout_s)
         return _file_lock(lock_path(lock_dir or target.index_dir, repo), repo, timeout_s)
     if target.dialect.name == "postgresql":
         return _pg_lock(target, repo, timeout_s)
@@ -110,6 +128,18 @@ def repo_lock(
 
 def _is_postgres_url(url: str) -> bool:
     return url.split(":", 1)[0].split("+", 1)[0] in ("postgres", "postgresql")
+
+
+def plain_engine(url: str) -> Engine:
+    """An unpooled engine on the PostgreSQL ``url`` for one lock (the store's spelling rule:
+    ``postgres://`` and ``postgresql://`` mean psycopg 3; an explicit driver is kept)."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool
+
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            url = "postgresql+psycopg://" + url[len(prefix) :]
+    return create_engine(url, poolclass=NullPool)
 
 
 def _waited_too_long(repo: str, timeout_s: float) -> LockTimeout:
@@ -163,10 +193,8 @@ def _flock_within(fd: int, repo: str, timeout_s: float) -> None:
 
 
 @contextlib.contextmanager
-def _pg_lock_on_url(url: str, repo: str, timeout_s: float) -> Iterator[None]:
-    from bot.store.store import create_store_engine
-
-    engine = create_store_engine(url)
+def _pg_lock_on_url(connect: EngineFactory, url: str, repo: str, timeout_s: float) -> Iterator[None]:
+    engine = connect(url)
     try:
         with _pg_lock(engine, repo, timeout_s):
             yield
@@ -216,9 +244,11 @@ def _one_line(exc: BaseException) -> str:
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
+    "EngineFactory",
     "LockTimeout",
     "LockUnavailable",
     "advisory_key",
     "lock_path",
+    "plain_engine",
     "repo_lock",
 ]

@@ -17,7 +17,7 @@ import structlog
 from jobs.policy import merge, paused_reason
 
 if TYPE_CHECKING:
-    from bot.store.store import Store
+    from jobs.ports import AttemptStore
 
 log = structlog.get_logger("arcs.policy")
 
@@ -28,7 +28,7 @@ STOP_REASON = "stopped on request"
 class StoreInterrupt:
     """Stop when the attempt is cancelled or its owner/repository is paused (see the module)."""
 
-    def __init__(self, store: Store, attempt_id: int, owner: str, repo: str) -> None:
+    def __init__(self, store: AttemptStore, attempt_id: int, owner: str, repo: str) -> None:
         self.store = store
         self.attempt_id = attempt_id
         self.owner = owner

@@ -1,9 +1,10 @@
-"""What the job pipeline needs from the outside world: GitHub, the repair engine, the index.
+"""What the jobs need from the outside world: GitHub, the store, the repair engine, the index.
 
-:mod:`jobs.pipeline` depends only on these protocols; the worker wires the real implementations
-(``bot.github`` for :class:`GitHubGateway`, an adapter of :mod:`jobs.fix` for
-:class:`RepairService`, :mod:`indexing` for :class:`IndexService`) and the tests use the
-recording fakes in :mod:`jobs.fakes`.
+The application modules (:mod:`jobs.attempt`, :mod:`jobs.admission`, :mod:`jobs.commands`,
+:mod:`jobs.publish`) depend only on these protocols and values; the worker wires the real
+implementations (``bot.github`` for :class:`GitHubGateway`, ``bot.store.store.Store`` for
+:class:`AttemptStore`, :class:`jobs.engine.FixRepairService` for :class:`RepairService`, :mod:`indexing`
+for :class:`IndexService`) and the tests use the recording fakes in :mod:`jobs.fakes`.
 
 A gateway is scoped to one installation (the worker builds one per job from
 ``installation_id``); every method takes the repository as ``owner/name``. Methods raise on
@@ -13,13 +14,20 @@ silently.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from jobs.policy import PolicyRow
 from jobs.repair.ports import Interrupt
 from runners.config import RepoConfig
+
+if TYPE_CHECKING:
+    from indexing.model import Query, SearchHit
+    from jobs.plan import PlanDefaults, RepairPlan
+    from jobs.repair.report import RepairReport
 
 Permission = Literal["admin", "maintain", "write", "triage", "read", "none"]
 WRITE_PERMISSIONS: frozenset[str] = frozenset({"admin", "maintain", "write"})
@@ -144,74 +152,258 @@ class GitHubGateway(Protocol):
         ...
 
 
+# --------------------------------------------------------------------------- the store
+
+
+class JobSettings(Protocol):
+    """The settings the jobs read (``bot.settings.Settings`` has them)."""
+
+    @property
+    def home(self) -> Path:
+        """ARCS' state folder (scratch checkouts go under ``home/work``)."""
+        ...
+
+    @property
+    def traces_dir(self) -> Path:
+        """Where repair traces are written."""
+        ...
+
+
+class AttemptView(Protocol):
+    """An attempt row as the jobs read it (``bot.store.models.Attempt`` conforms)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def idempotency_key(self) -> str: ...
+    @property
+    def installation_id(self) -> int | None: ...
+    @property
+    def repo(self) -> str: ...
+    @property
+    def owner(self) -> str: ...
+    @property
+    def trigger(self) -> str: ...
+    @property
+    def delivery_id(self) -> str | None: ...
+    @property
+    def head_sha(self) -> str | None: ...
+    @property
+    def head_branch(self) -> str | None: ...
+    @property
+    def base_branch(self) -> str | None: ...
+    @property
+    def issue_number(self) -> int | None: ...
+    @property
+    def failure_class(self) -> str | None: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def verdict(self) -> str | None: ...
+    @property
+    def reason(self) -> str | None: ...
+    @property
+    def tier(self) -> str | None: ...
+    @property
+    def rounds(self) -> int | None: ...
+    @property
+    def tokens(self) -> int | None: ...
+    @property
+    def cost_usd(self) -> float | None: ...
+    @property
+    def patch(self) -> str | None: ...
+    @property
+    def files(self) -> Mapping[str, Any] | None: ...
+    @property
+    def explanation(self) -> str | None: ...
+    @property
+    def trace(self) -> Mapping[str, Any] | None: ...
+    @property
+    def created_at(self) -> dt.datetime: ...
+    @property
+    def branch(self) -> str | None: ...
+    @property
+    def pr_number(self) -> int | None: ...
+    @property
+    def pr_state(self) -> str | None: ...
+    @property
+    def check_run_id(self) -> int | None: ...
+    @property
+    def status_comment_id(self) -> int | None: ...
+    @property
+    def message_id(self) -> str | None: ...
+    @property
+    def publish_state(self) -> str | None: ...
+    @property
+    def cancel_requested_at(self) -> dt.datetime | None: ...
+    @property
+    def cancel_reason(self) -> str | None: ...
+    @property
+    def reserved_usd(self) -> float | None: ...
+
+
+class DeliveryView(Protocol):
+    """A recorded webhook delivery, as the jobs read it."""
+
+    @property
+    def received_at(self) -> dt.datetime:
+        """When the webhook arrived."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
-class RepairRequest:
-    """One repair for :class:`RepairService`: a checked-out tree and what to fix in it."""
+class PrLimits:
+    """The pull-request limits checked at admission (None: no such limit)."""
 
-    kind: Literal["ci", "issue"]
-    repo: str
-    workdir: Path
-    """The checkout at ``head_sha``; the service may change it (the pipeline throws it away)."""
-    head_sha: str
-    attempt_id: int
-    trace_dir: Path
-    failure_class: str | None = None
-    failure_log: str | None = None
-    """Error lines of the failed CI step (sanitized by the service before any model sees them)."""
-    test_ids: tuple[str, ...] = ()
-    """Failing tests named by the CI log (preferred targets when they fail in the sandbox too);
-    empty: reproduce and find them."""
-    locations: tuple[tuple[str, int], ...] = ()
-    """``(path, line)`` the CI log points at (retrieval hints for the loop)."""
-    test_command: str | None = None
-    """The failing CI step's command, when the log shows it (``.arcs.yml`` still wins)."""
-    issue_title: str | None = None
-    issue_body: str | None = None
-    instructions: str | None = None
-    """Reviewer feedback for ``/arcs revise`` (untrusted text)."""
-    tier: str = "auto"
-    budget_usd: float | None = None
-    iterations: int | None = None
-    usd_cap: float | None = None
-    """What the owner's monthly budget granted this attempt (reserved in the store): the USD
-    budget of the loop is at most this, whatever ``.arcs.yml`` or the command asked for."""
-    interrupt: Interrupt | None = field(default=None, compare=False, repr=False)
-    """Asked by the loop before reproduction and every round (pause, ``/arcs stop``)."""
+    since: dt.datetime
+    """Start of the ``per_day`` window (now - 24 h)."""
+    per_day: int | None = None
+    open: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class RepairOutcome:
-    """What :class:`RepairService` produced. Errors of the loop are data here (``fixed=False``);
-    an exception from :meth:`RepairService.run` means the service itself failed."""
+class PrTally:
+    """ARCS pull requests of one repository."""
 
-    verdict: str
-    fixed: bool
-    reason: str
-    patch: str = ""
-    """Unified diff of the fix ('' when none)."""
-    files: Mapping[str, str | None] = field(default_factory=dict)
-    """New contents of the changed files (``None``: deleted), what gets pushed."""
-    explanation: str = ""
-    tier: str = ""
-    rounds: int = 0
-    tokens: int = 0
-    cost_usd: float = 0.0
-    trace_path: str | None = None
-    trace_summary: Mapping[str, Any] = field(default_factory=dict)
-    budget_usd: float | None = None
-    """The USD bound the loop ran under (None: not reported)."""
-    usd_capped: bool = False
-    """``RepairRequest.usd_cap`` lowered the attempt's own USD budget."""
-    stopped_by: str = ""
-    """What ended the search without a fix: a budget dimension (``usd``, ``tokens``, …),
-    ``rounds``, ``candidates`` or ''."""
+    opened_since: int
+    open_now: int
+    pending: int = 0
+    """Admitted attempts that may still open one (running with a reservation, or fixed and not
+    yet published)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """What :meth:`AttemptStore.admit_repair` answered."""
+
+    granted_usd: float
+    prs: PrTally | None = None
+    refused: str | None = None
+    """``max_prs_per_day`` or ``max_open_prs`` when a pull-request limit is reached."""
+
+
+class AttemptStore(Protocol):
+    """The store operations of the jobs (``bot.store.store.Store`` conforms; see its docstrings)."""
+
+    def claim_attempt(self, key: str, **fields: Any) -> tuple[AttemptView, bool]:
+        """The attempt of idempotency key ``key``, and whether this call created it."""
+        ...
+
+    def update_attempt(self, attempt_id: int, **fields: Any) -> AttemptView:
+        """Set columns of an attempt; the updated row."""
+        ...
+
+    def get_attempt(self, attempt_id: int) -> AttemptView | None:
+        """One attempt (None: unknown id)."""
+        ...
+
+    def attempts(
+        self,
+        *,
+        repo: str | None = None,
+        issue_number: int | None = None,
+        head_branch: str | None = None,
+        branch: str | None = None,
+        statuses: tuple[str, ...] | None = None,
+        limit: int = 100,
+    ) -> Sequence[AttemptView]:
+        """Attempts matching the filters, newest first."""
+        ...
+
+    def defer_attempt(self, attempt_id: int) -> AttemptView:
+        """Back to ``queued`` for a delayed message (quiet hours)."""
+        ...
+
+    def take_deferred(self, attempt_id: int, message_id: str | None) -> bool:
+        """Whether this delivery of the delayed message takes the deferred attempt over."""
+        ...
+
+    def begin_publish(self, attempt_id: int, *, stale_after: dt.timedelta) -> bool:
+        """Whether this worker may publish the attempt now."""
+        ...
+
+    def record_pr(
+        self,
+        *,
+        repo: str,
+        number: int,
+        url: str,
+        branch: str,
+        attempt_id: int | None = None,
+        head_sha: str | None = None,
+        state: str = "open",
+    ) -> object:
+        """Record (or update) a pull request ARCS opened."""
+        ...
+
+    def set_pr_state(self, repo: str, number: int, state: str, *, at: dt.datetime | None = None) -> bool:
+        """Record merged/closed; False when the pull request is not ARCS'."""
+        ...
+
+    def record_event(
+        self,
+        kind: str,
+        message: str,
+        *,
+        attempt_id: int | None = None,
+        delivery_id: str | None = None,
+        installation_id: int | None = None,
+        repo: str | None = None,
+        data: Mapping[str, Any] | None = None,
+    ) -> object:
+        """Append an event (``refusal``, ``notice``, ``error``, …)."""
+        ...
+
+    def get_delivery(self, delivery_id: str) -> DeliveryView | None:
+        """A recorded webhook delivery (None: unknown)."""
+        ...
+
+    def policy_rows(self, owner: str, repo: str) -> tuple[PolicyRow | None, PolicyRow | None]:
+        """The owner's and the repository's policy rows."""
+        ...
+
+    def usd_committed(self, owner: str, since: dt.datetime, repo: str | None = None) -> float:
+        """USD spent or reserved since ``since`` (one repository, or all of the owner's)."""
+        ...
+
+    def admit_repair(
+        self,
+        attempt_id: int,
+        owner: str,
+        repo: str,
+        *,
+        want_usd: float,
+        caps: Mapping[str | None, float],
+        since: dt.datetime,
+        pr_limits: PrLimits | None = None,
+    ) -> Admission:
+        """Check the pull-request limits and reserve USD, in one transaction."""
+        ...
+
+    def release_usd(self, attempt_id: int, *, cost_usd: float | None = None) -> None:
+        """Drop the attempt's reservation (charging ``cost_usd`` when given)."""
+        ...
+
+    def count_prs(self, repo: str, since: dt.datetime) -> PrTally:
+        """ARCS pull requests of ``repo`` opened since ``since`` and open now."""
+        ...
+
+    def close(self) -> None:
+        """Release the database connections (the worker, at shutdown)."""
+        ...
 
 
 class RepairService(Protocol):
-    """Runs the repair loop on a checked-out tree (adapted from :mod:`jobs.fix`)."""
+    """Runs a :class:`jobs.plan.RepairPlan` on its checkout (:class:`jobs.engine.FixRepairService`)."""
 
-    def run(self, request: RepairRequest) -> RepairOutcome:
-        """Repair ``request.workdir``; raise only when the service cannot run at all."""
+    @property
+    def defaults(self) -> PlanDefaults:
+        """What the deployment decides for every plan (model, parallelism, toolchains, index)."""
+        ...
+
+    def run(self, plan: RepairPlan, *, interrupt: Interrupt | None = None) -> RepairReport:
+        """Run ``plan``; the loop's failures are data in the report. Raise only when the engine
+        cannot run at all. ``interrupt`` is asked before reproduction and every round."""
         ...
 
 
@@ -220,4 +412,37 @@ class IndexService(Protocol):
 
     def refresh(self, repo: str, workdir: Path, *, full: bool) -> Mapping[str, Any]:
         """Refresh the index of ``repo`` from the checkout ``workdir``; return statistics."""
+        ...
+
+
+class AttemptIndex(Protocol):
+    """A repair's retriever over its repository's index, at the repair's commit."""
+
+    snapshot: str
+    """What the evidence comes from (commit, embedder, size), recorded in the trace."""
+
+    def search(self, query: Query) -> list[SearchHit]:
+        """Ranked chunks (:class:`indexing.retriever.Retriever`)."""
+        ...
+
+    def hierarchical(self, query: Query, depth: int = 3) -> list[SearchHit]:
+        """Top-down search (:class:`indexing.retriever.Retriever`)."""
+        ...
+
+    def close(self) -> None:
+        """Release it (the repair is over)."""
+        ...
+
+
+class IndexPort(IndexService, Protocol):
+    """The worker's index: :class:`IndexService` plus what repairs and removals need
+    (:class:`jobs.index_jobs.RepoIndexService`)."""
+
+    def open_for_attempt(self, repo_id: str, workdir: Path, commit: str) -> AttemptIndex:
+        """The index of ``repo_id`` (``owner/name``) refreshed to the checkout ``workdir`` at
+        ``commit``, under the repository's lock; raise an ``ArcsError`` when it cannot be opened."""
+        ...
+
+    def drop(self, repo: str) -> bool:
+        """Delete ``repo``'s index (both collections, manifest, snapshot); True when it existed."""
         ...

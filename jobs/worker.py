@@ -1,7 +1,8 @@
 """``arcs worker``: consume the queues and run the actors, in N processes of M threads.
 
 One process (:func:`serve`) builds the broker (:func:`jobs.broker.make_broker`), makes it
-dramatiq's global broker, declares the actors with a dependency factory and runs a
+dramatiq's global broker, declares the actors with the dependency factory the edge's wiring builds
+(:class:`WorkerSpec`: this module takes built values and never reads settings) and runs a
 :class:`dramatiq.Worker` until SIGTERM/SIGINT. Shutdown is graceful: no new message is taken,
 running jobs get ``grace_s`` to finish, prefetched messages go back to the broker. A job cut
 short is redelivered later and resumes its attempt (the attempt remembers the message id).
@@ -22,16 +23,14 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from bot.errors import ArcsError, ConfigError
-from bot.settings import Settings
-from bot.store.store import Store, StoreUnavailable
 from jobs.broker import (
-    BrokerEnqueuer,
-    BrokerUnavailable,
+    BrokerConfig,
+    BrokerConfigLike,
     broker_kind,
     close_broker,
     install_global,
@@ -39,79 +38,39 @@ from jobs.broker import (
     ping_broker,
 )
 from jobs.logctx import DroppedJob, JobContextMiddleware
+from jobs.repair.errors import ArcsError, ConfigError
 
 if TYPE_CHECKING:
     import dramatiq
 
     from jobs.pipeline import Deps
-    from jobs.ports import GitHubGateway
+    from jobs.ports import AttemptStore
 
 log = structlog.get_logger("arcs.worker")
 
 DepsFactory = Callable[[], "Deps"]
-Wiring = Callable[[Settings, "dramatiq.Broker"], DepsFactory]
-"""Builds, once per process, the factory the actors call for their dependencies."""
+Wiring = Callable[["dramatiq.Broker"], DepsFactory]
+"""Builds, once per process, the factory the actors call for their dependencies (follow-up jobs
+go to the given broker). The edge supplies it (:func:`bot.worker_wiring.default_wiring` bound to
+the settings); with ``processes > 1`` it is pickled into each child, so it is a module-level
+function or a :func:`functools.partial` of one."""
 
 DEFAULT_GRACE_S = 30.0
 MAX_RESTARTS_PER_MINUTE = 5
 
 
-class NotWired(ConfigError):
-    """A port of the pipeline has no real implementation in this deployment."""
+@dataclass(frozen=True)
+class WorkerSpec:
+    """What a worker process runs on, built by the edge (:func:`bot.worker_wiring.worker_spec`)."""
+
+    broker: BrokerConfig
+    wiring: Wiring
+    on_start: Callable[[], None] | None = None
+    """Called first in each child process of a multi-process worker (the edge configures
+    logging there: a ``spawn``-ed child starts with none)."""
 
 
-def default_wiring(settings: Settings, broker: dramatiq.Broker) -> DepsFactory:
-    """The production dependencies: the store, follow-up jobs on ``broker``, GitHub, the repair.
-
-    - GitHub: :func:`bot.github.gateway.gateway_factory` (one gateway per job, closed by the
-      pipeline after the job: its installation tokens are revoked);
-    - repair: :class:`jobs.repair_service.FixRepairService` (``arcs fix`` on the job's checkout,
-      in the runner ``ARCS_RUNNER`` names: bubblewrap with this worker's Python environment, or
-      containers);
-    - index: :class:`jobs.repair_service.RepoIndexService` (``RepoIndex`` under ``ARCS_HOME``;
-      refreshes of one repository are serialized across workers through the store's database).
-
-    The store is opened (and migrated) once per process; the dependencies are shared by the
-    process's threads (the store is thread-safe). A deployment without App credentials still
-    starts: each job then ends with status ``error`` and an event naming the missing setting.
-    """
-    from bot.store import open_store
-    from jobs.pipeline import Deps
-    from jobs.repair_service import FixRepairService, RepoIndexService
-
-    store = open_store(settings)
-    enqueuer = BrokerEnqueuer(broker)
-    deps = Deps(
-        settings=settings,
-        store=store,
-        github=_github_factory(settings),
-        repair=FixRepairService(settings),
-        enqueue=enqueuer.enqueue,
-        enqueue_later=enqueuer.enqueue_later,
-        index=RepoIndexService(settings, engine=store.engine),
-    )
-    return lambda: deps
-
-
-def _github_factory(settings: Settings) -> Callable[[int | None], GitHubGateway]:
-    """``gateway_factory(settings)``, or a factory that raises :class:`NotWired` (with the reason)
-    when the App's credentials are missing or unusable."""
-    from bot.github.gateway import gateway_factory
-
-    try:
-        return gateway_factory(settings)
-    except ArcsError as exc:
-        # Not logged here: every job names the reason in its `error` event (and the log), and
-        # each child of a multi-process worker would say it again at once.
-        reason = exc.message
-
-        def unwired(_installation_id: int | None) -> GitHubGateway:
-            raise NotWired(f"worker: no GitHub gateway: {reason}")
-
-        return unwired
-
-
-def _record_dropped(store: Store, dropped: DroppedJob) -> None:
+def _record_dropped(store: AttemptStore, dropped: DroppedJob) -> None:
     job = dropped.job
     args = job.args if job is not None else {}
     context = job.context if job is not None else {}
@@ -128,15 +87,12 @@ def _record_dropped(store: Store, dropped: DroppedJob) -> None:
     )
 
 
-def setup(
-    settings: Settings, wiring: Wiring | None = None, *, broker: dramatiq.Broker | None = None
-) -> tuple[dramatiq.Broker, DepsFactory]:
-    """Build the broker, make it global, declare the actors; return the broker and the factory."""
+def setup(broker: dramatiq.Broker, wiring: Wiring) -> DepsFactory:
+    """Make ``broker`` global, build the dependencies, declare the actors; return the factory."""
     from jobs.actors import declare_actors
 
-    broker = broker or make_broker(settings)
     install_global(broker)
-    factory = (wiring or default_wiring)(settings, broker)
+    factory = wiring(broker)
 
     def on_failure(dropped: DroppedJob) -> None:
         _record_dropped(factory().store, dropped)
@@ -145,15 +101,14 @@ def setup(
         if isinstance(middleware, JobContextMiddleware) and middleware.on_failure is None:
             middleware.on_failure = on_failure
     declare_actors(broker, factory)
-    return broker, factory
+    return factory
 
 
 def serve(
-    settings: Settings,
+    spec: WorkerSpec,
     *,
     threads: int = 4,
     queues: Iterable[str] | None = None,
-    wiring: Wiring | None = None,
     stop: threading.Event | None = None,
     grace_s: float = DEFAULT_GRACE_S,
 ) -> int:
@@ -161,16 +116,19 @@ def serve(
     import dramatiq
 
     stop = stop or threading.Event()
+    broker = make_broker(spec.broker)
     try:
-        broker, factory = setup(settings, wiring)
+        factory = setup(broker, spec.wiring)
         ping_broker(broker)
-    except (StoreUnavailable, BrokerUnavailable) as exc:
+    except ConnectionError as exc:
+        # An unreachable store (the edge's StoreUnavailable) or broker (BrokerUnavailable): both
+        # are ConnectionErrors, reported as one line instead of a traceback.
         raise ArcsError(f"worker: {exc}", exit_code=1) from exc
     previous = _handle_stop_signals(stop)
     wanted = set(queues) if queues else None
     worker = dramatiq.Worker(broker, queues=wanted, worker_threads=threads)
     worker.start()
-    log.info("worker.started", broker=broker_kind(settings), threads=threads, queues=sorted(wanted or []))
+    log.info("worker.started", broker=broker_kind(spec.broker), threads=threads, queues=sorted(wanted or []))
     try:
         while not stop.wait(1.0):
             pass
@@ -200,18 +158,15 @@ def _handle_stop_signals(stop: threading.Event) -> dict[int, Any]:
     return previous
 
 
-def _child(
-    settings: Settings, threads: int, queues: list[str] | None, wiring: Wiring | None, grace_s: float
-) -> None:
-    from bot.logging import configure_logging
-
-    configure_logging(settings)
-    raise SystemExit(serve(settings, threads=threads, queues=queues, wiring=wiring, grace_s=grace_s))
+def _child(spec: WorkerSpec, threads: int, queues: list[str] | None, grace_s: float) -> None:
+    if spec.on_start is not None:
+        spec.on_start()
+    raise SystemExit(serve(spec, threads=threads, queues=queues, grace_s=grace_s))
 
 
-def require_shared_broker(settings: Settings) -> str:
+def require_shared_broker(config: BrokerConfigLike) -> str:
     """The broker kind, or ``ConfigError`` when it is the in-process stub (nothing would arrive)."""
-    kind = broker_kind(settings)
+    kind = broker_kind(config)
     if kind == "stub":
         raise ConfigError(
             "worker: ARCS_BROKER_URL is not set (or is stub://); a worker needs a shared broker: "
@@ -221,30 +176,28 @@ def require_shared_broker(settings: Settings) -> str:
 
 
 def run_worker(
-    settings: Settings,
+    spec: WorkerSpec,
     *,
     processes: int = 1,
     threads: int = 4,
     queues: Iterable[str] | None = None,
-    wiring: Wiring | None = None,
     grace_s: float = DEFAULT_GRACE_S,
 ) -> int:
     """``arcs worker``: serve in this process, or supervise ``processes`` children."""
-    require_shared_broker(settings)
+    require_shared_broker(spec.broker)
     if processes < 1 or threads < 1:
         raise ConfigError("worker: --processes and --threads must be at least 1")
     wanted = sorted(set(queues)) if queues else None
     if processes == 1:
-        return serve(settings, threads=threads, queues=wanted, wiring=wiring, grace_s=grace_s)
-    return _supervise(settings, processes, threads, wanted, wiring, grace_s)
+        return serve(spec, threads=threads, queues=wanted, grace_s=grace_s)
+    return _supervise(spec, processes, threads, wanted, grace_s)
 
 
 def _supervise(
-    settings: Settings,
+    spec: WorkerSpec,
     processes: int,
     threads: int,
     queues: list[str] | None,
-    wiring: Wiring | None,
     grace_s: float,
 ) -> int:
     context = multiprocessing.get_context("spawn")
@@ -253,7 +206,7 @@ def _supervise(
     def start(index: int) -> Any:
         child = context.Process(
             target=_child,
-            args=(settings, threads, queues, wiring, grace_s),
+            args=(spec, threads, queues, grace_s),
             name=f"arcs-worker-{index}",
             daemon=False,
         )

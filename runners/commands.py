@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import yaml
 
-from bot.errors import UsageError
+from jobs.repair.errors import UsageError
 from runners.config import RepoConfig
 from runners.logs import FailedStep
 from runners.results import Framework, framework_of_command
@@ -503,7 +503,7 @@ def resolve_test_command(
 ) -> ResolvedCommand:
     """Pick the test command for ``repo`` (see the module docstring for the order).
 
-    Raises :class:`bot.errors.UsageError` when nothing applies.
+    Raises :class:`jobs.repair.errors.UsageError` when nothing applies.
     """
     repo = Path(repo)
     config = config or RepoConfig()

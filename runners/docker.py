@@ -17,7 +17,7 @@ everything it can reach). With gVisor the runtime must allow host Unix sockets
 (``runsc --host-uds=open``), or the relay cannot connect and setup fails saying so.
 
 Workers use it with ``ARCS_RUNNER=docker`` (``ARCS_RUNNER_IMAGE``, ``ARCS_RUNNER_RUNTIME``):
-:func:`runners.sandbox.make_runner` builds it and calls :meth:`DockerRunner.check` first, so a
+:func:`runners.factory.make_runner` builds it and calls :meth:`DockerRunner.check` first, so a
 missing engine is one clear error before anything runs.
 """
 
@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.errors import UsageError
+from jobs.repair.errors import UsageError
 from runners.base import Execution
 from runners.egress import MAVEN_SETTINGS_NAME, RELAY_DIR, EgressPolicy
 from runners.egress_session import network_plan

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import IO
 
-from bot.errors import UsageError
+from jobs.repair.errors import UsageError
 from runners.base import KilledBy
 
 DEFAULT_OUTPUT_CAP = 1 << 20

@@ -28,7 +28,6 @@ from bot.action.summary import ACTION_MARKER, Published, comment_body, review_bo
 from bot.github import GitHubError
 from bot.github.client import InstallationClient, github_errors
 from bot.github.git import BotIdentity
-from bot.github.payloads import RepairSummary, pr_body, pr_title
 from bot.github.publish import (
     bot_user_id,
     ensure_branch_pushed,
@@ -36,6 +35,8 @@ from bot.github.publish import (
     read_file,
     upsert_status_comment,
 )
+from jobs.render import fenced, pr_body, pr_title
+from jobs.summary import RepairSummary
 
 log = structlog.get_logger(__name__)
 
@@ -228,8 +229,6 @@ def publish_suggestions(
 
 def fence_patch(summary: RepairSummary) -> str:
     """The whole patch, collapsed (for a review whose changes are not all suggestions)."""
-    from bot.github.payloads import fenced
-
     return f"<details>\n<summary>The whole patch</summary>\n\n{fenced(summary.diff, 'diff')}\n\n</details>"
 
 

@@ -50,14 +50,15 @@ from bot.action.summary import (
 )
 from bot.errors import ArcsError, ConfigError
 from bot.github import GitHubError
-from bot.github.payloads import RepairSummary
 from bot.settings import Settings
+from jobs.render import RepairSummary
 
 if TYPE_CHECKING:
     from bot.github.client import InstallationClient
-    from bot.github.repo_config import ArcsConfig
+    from jobs.config import ArcsConfig
     from jobs.fix import FixReport, FixRequest
     from jobs.repair.edits import AppliedEdits
+    from jobs.repair.report import RepairReport
     from runners.logs import FailureReport
 
 log = structlog.get_logger(__name__)
@@ -114,7 +115,7 @@ def failure_signature(repository: str, target: Target, command: str, failing: tu
 
 
 def _read_config(workspace: Path) -> ArcsConfig:
-    from bot.github.repo_config import load_arcs_config
+    from jobs.config import load as load_arcs_config
 
     def read(rel: str) -> str | None:
         target = workspace / rel
@@ -295,7 +296,7 @@ def _sandbox(settings: Settings, env: ActionEnv, toolchains: tuple[Path, ...]) -
     )
     if mode == "off":
         return f"{unsandboxed} (sandbox: off)", True, ""
-    from runners.sandbox import SandboxUnavailable, make_runner
+    from runners.factory import SandboxUnavailable, make_runner
 
     try:
         make_runner(
@@ -320,11 +321,11 @@ def _fix_request(
     unsafe: bool,
     notices: list[str],
 ) -> FixRequest:
-    from bot.cli.fix_cmd import default_jobs, llm_config
     from jobs.fix import FixRequest
     from jobs.repair.budget import Budget
     from jobs.repair.loop import LoopConfig
     from jobs.repair.tiers import TierRequest
+    from jobs.wiring import default_jobs, llm_config
 
     inputs = env.inputs
     command = target.command
@@ -366,6 +367,17 @@ def _fix_request(
     )
 
 
+def repair_report(report: FixReport) -> RepairReport:
+    """The :class:`jobs.repair.report.RepairReport` of the fix (what the summary renders)."""
+    from jobs.repair.report import RepairReport
+    from jobs.repair.trace import render_markdown
+
+    result = report.result
+    return RepairReport.from_result(
+        result, trace_path=str(report.trace_path), trace_markdown=render_markdown(result.trace)
+    )
+
+
 def _finish(
     env: ActionEnv,
     target: Target,
@@ -376,10 +388,11 @@ def _finish(
     notices: list[str],
 ) -> ActionOutcome:
     result = report.result
+    repaired = repair_report(report)
     issue = target.issue_text is not None
     where = target.branch or target.sha[:12]
     summary = repair_summary(
-        report,
+        repaired,
         kind="issue" if issue else "ci",
         failure_summary=""
         if issue
@@ -409,7 +422,7 @@ def _finish(
         trace_path=str(report.trace_path),
         sandbox=sandbox_note,
         summary=summary,
-        rows=run_rows(report),
+        rows=run_rows(repaired),
         published=published,
         notices=(*notices, *result.notices),
         test_command=command,

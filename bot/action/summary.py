@@ -1,6 +1,6 @@
 """What ``arcs action`` writes: the job summary, the step outputs, the comment (pure builders).
 
-The pull request body, the verification and cost tables come from :mod:`bot.github.payloads`
+The pull request body, the verification and cost tables come from :mod:`jobs.render`
 (the App's builders); this module adds the Action's own table (command, exit code and counts of
 the reproduction run and of the final verification run) and the lines that only the Action says
 (sandbox or not, what was published, why nothing was).
@@ -11,14 +11,14 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from bot.github import payloads
-from bot.github.payloads import RepairSummary, TestTally, defuse, fenced
+from jobs import render
+from jobs.render import RepairSummary, TestTally, defuse, fenced
 
 if TYPE_CHECKING:
-    from jobs.fix import FixReport
-    from jobs.repair.workbench import TestOutcome
+    from jobs.repair.report import RepairReport
+    from jobs.repair.trace_read import TestTally as RunTally
 
 ACTION_MARKER = "<!-- arcs:action signature={signature} -->"
 MAX_SUMMARY_DIFF = 40_000
@@ -70,72 +70,56 @@ class ActionOutcome:
     exit_code: int = 1
 
 
-def _tally(outcome: TestOutcome | None) -> TestTally | None:
-    if outcome is None:
+def _tally(run: RunTally | None) -> TestTally | None:
+    if run is None:
         return None
-    return TestTally(
-        passed=len(outcome.passed),
-        failed=len(outcome.failed),
-        errors=len(outcome.errors),
-        failing=(*outcome.failed, *outcome.errors)[:50],
-    )
+    return TestTally(passed=run.passed, failed=run.failed, errors=run.errors, failing=run.failing)
 
 
-def run_rows(report: FixReport) -> tuple[RunRow, ...]:
+def run_rows(r: RepairReport) -> tuple[RunRow, ...]:
     """The reproduction run and the final verification run (else the accepted candidate's run)."""
-    result = report.result
     rows: list[RunRow] = []
-    before = result.tests_before
+    before = r.tests_before
     if before is not None:
         rows.append(
             RunRow(
                 "before (reproduction)",
                 before.command,
                 before.exit_code,
-                len(before.passed),
-                len(before.failed),
-                len(before.errors),
+                before.passed,
+                before.failed,
+                before.errors,
             )
         )
-    final: Mapping[str, Any] = getattr(result, "verification", None) or {}
-    if final:
+    final = r.verification
+    if final is not None:
         rows.append(
             RunRow(
                 "after (final verification)",
-                str(final.get("command") or ""),
-                _opt_int(final.get("exit_code")),
-                _count(final.get("passed")),
-                _count(final.get("failed")),
-                _count(final.get("errors")),
+                final.command,
+                final.exit_code,
+                final.passed,
+                final.failed,
+                final.errors,
             )
         )
-    elif result.tests_after is not None:
-        after = result.tests_after
+    elif r.tests_after is not None:
+        after = r.tests_after
         rows.append(
             RunRow(
                 "after (fix candidate)",
                 after.command,
                 after.exit_code,
-                len(after.passed),
-                len(after.failed),
-                len(after.errors),
+                after.passed,
+                after.failed,
+                after.errors,
             )
         )
     return tuple(rows)
 
 
-def _opt_int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _count(value: Any) -> int:
-    if isinstance(value, list | tuple):
-        return len(value)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def repair_summary(
-    report: FixReport,
+    r: RepairReport,
     *,
     kind: str = "ci",
     failure_summary: str = "",
@@ -144,32 +128,27 @@ def repair_summary(
     issue_number: int | None = None,
     issue_title: str = "",
 ) -> RepairSummary:
-    """:class:`bot.github.payloads.RepairSummary` of a :class:`jobs.fix.FixReport` (what the App's
-    messages say, from the report instead of the store)."""
-    from jobs.repair.trace import render_markdown
-
-    result = report.result
-    targets = tuple(result.trace.reproduction.targets) or tuple(
-        (*result.tests_before.failed, *result.tests_before.errors) if result.tests_before else ()
-    )
+    """:class:`jobs.render.RepairSummary` of a repair's report (what the App's messages say, from
+    the report instead of the store)."""
+    targets = r.target_tests or (r.tests_before.failing if r.tests_before else ())
     return RepairSummary(
-        verdict=str(result.verdict),
-        fixed=bool(result.fixed),
-        reason=result.reason,
+        verdict=r.verdict,
+        fixed=r.fixed,
+        reason=r.reason,
         kind="issue" if kind == "issue" else "ci",
         failure_summary=failure_summary,
-        root_cause=result.explanation,
-        diff=result.patch if result.fixed else "",
+        root_cause=r.explanation,
+        diff=r.patch if r.fixed else "",
         target_tests=targets[:50],
-        tests_before=_tally(result.tests_before),
-        tests_after=_tally(result.tests_after),
-        gates=tuple((g.gate, g.passed, g.detail) for g in result.gates),
-        tokens=result.spend.tokens,
-        cost_usd=float(result.spend.usd),
-        rounds=result.rounds,
-        duration_s=result.spend.wall_s,
-        tier=result.tiers[-1] if result.tiers else result.trace.tier_requested,
-        trace_markdown=render_markdown(result.trace),
+        tests_before=_tally(r.tests_before),
+        tests_after=_tally(r.tests_after),
+        gates=tuple((g.gate, g.passed, g.detail) for g in r.gates),
+        tokens=r.spend.tokens,
+        cost_usd=float(r.spend.usd),
+        rounds=r.rounds,
+        duration_s=r.spend.wall_s,
+        tier=r.tier,
+        trace_markdown=r.trace_markdown,
         issue_number=issue_number,
         issue_title=issue_title,
         failing_run_url=failing_run_url,
@@ -237,9 +216,9 @@ def job_summary(outcome: ActionOutcome) -> str:
     if summary is not None:
         parts += [
             "### Quality gates",
-            payloads.verification_table(summary),
+            render.verification_table(summary),
             "### Cost",
-            payloads.cost_table(summary),
+            render.cost_table(summary),
         ]
         if summary.diff:
             diff = (
@@ -266,12 +245,12 @@ def comment_body(summary: RepairSummary, *, signature: str, run_url: str = "") -
         parts += ["### Patch", fenced(summary.diff, "diff")]
     parts += [
         "### Verification",
-        payloads.verification_table(summary),
+        render.verification_table(summary),
         "### Cost",
-        payloads.cost_table(summary),
+        render.cost_table(summary),
     ]
-    parts.append(payloads.status_marker(f"action-{signature}"))
-    return payloads.truncate("\n\n".join(parts), payloads.BODY_BUDGET)
+    parts.append(render.status_marker(f"action-{signature}"))
+    return render.truncate("\n\n".join(parts), render.BODY_BUDGET)
 
 
 def review_body(summary: RepairSummary, *, signature: str, placed: int, outside: str) -> str:
@@ -288,12 +267,12 @@ def review_body(summary: RepairSummary, *, signature: str, placed: int, outside:
         parts += ["### Changes outside this pull request's diff", outside]
     parts += [
         "### Verification",
-        payloads.verification_table(summary),
+        render.verification_table(summary),
         "### Cost",
-        payloads.cost_table(summary),
+        render.cost_table(summary),
     ]
     parts.append(ACTION_MARKER.format(signature=signature))
-    return payloads.truncate("\n\n".join(parts), payloads.BODY_BUDGET)
+    return render.truncate("\n\n".join(parts), render.BODY_BUDGET)
 
 
 def step_outputs(outcome: ActionOutcome) -> dict[str, str]:

@@ -13,7 +13,7 @@ import argparse
 import dataclasses
 import os
 
-from bot.cli.app import Context
+from bot.cli.context import Context
 from bot.errors import UsageError
 
 MODES = ("pr", "suggest", "comment")

@@ -10,9 +10,9 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import IO, Any, NoReturn
+from typing import NoReturn
 
+from bot.cli.context import Context, Output
 from bot.errors import ArcsError, UsageError
 from bot.settings import Settings, load_settings
 
@@ -24,35 +24,6 @@ class _Parser(argparse.ArgumentParser):
         # "arcs search: the following arguments are required: QUERY" -- one line, exit 2.
         where = self.prog.removeprefix("arcs").strip()
         raise UsageError(f"{where}: {message}" if where else message)
-
-
-@dataclass
-class Output:
-    """Where a subcommand writes: human text, or one JSON document with ``--json``."""
-
-    json_mode: bool
-    stream: IO[str] = field(default_factory=lambda: sys.stdout)
-    err: IO[str] = field(default_factory=lambda: sys.stderr)
-
-    def emit(self, data: Any, human: Callable[[], str] | str) -> None:
-        """Print ``data`` as JSON in ``--json`` mode, else the human rendering."""
-        if self.json_mode:
-            self.stream.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
-        else:
-            text = human() if callable(human) else human
-            self.stream.write(text.rstrip("\n") + "\n")
-
-    def info(self, message: str) -> None:
-        """Progress or notices: stderr, so ``--json`` stdout stays parseable."""
-        self.err.write(message.rstrip("\n") + "\n")
-
-
-@dataclass
-class Context:
-    """What every subcommand receives: settings (read once) and the output channel."""
-
-    settings: Settings
-    out: Output
 
 
 Handler = Callable[[argparse.Namespace, Context], int]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bot.cli.app import Context
+from bot.cli.context import Context
 from bot.samples import materialize_sample
 
 
@@ -31,11 +31,11 @@ def register(
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
     """Materialize the sample and run ``fix`` on it with tier 0."""
-    from bot.cli.fix_cmd import default_jobs
-    from bot.cli.test_cmd import toolchain_paths
     from jobs.fix import FixRequest, fix
     from jobs.repair.loop import LoopConfig
     from jobs.repair.trace import render_summary
+    from jobs.wiring import default_jobs
+    from runners.toolchains import toolchain_paths
 
     dest: Path = args.dest or ctx.settings.home / "demo" / args.sample
     repo = materialize_sample(args.sample, dest)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from bot.cli.app import Context
+from bot.cli.context import Context
 from bot.doctor import CHECKS, DoctorOptions, exit_code, parse_only, render_text, report, run_checks
 from bot.errors import ArcsError, UsageError
 from bot.settings import Settings
@@ -54,7 +54,7 @@ def secrets_file_fields(settings: Settings, effective: Settings) -> frozenset[st
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
     """Run the checks, print the report, exit 1 if any failed."""
-    from bot.cli.serve_cmd import effective_settings
+    from bot.cli.context import effective_settings
 
     if args.timeout <= 0:
         raise UsageError("doctor: --timeout must be positive")

@@ -18,36 +18,18 @@ and ``ANTHROPIC_BASE_URL``; traces go to ``ARCS_TRACES_DIR`` or ``$ARCS_HOME/tra
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.cli.app import Context
+from bot.cli.context import Context
 from bot.errors import UsageError
-from bot.settings import Settings
+from jobs.wiring import default_jobs, llm_config
 
 if TYPE_CHECKING:
-    from jobs.fix import FixReport, LLMConfig
+    from jobs.fix import FixReport
     from jobs.repair.budget import Budget
 
 TIER_CHOICES = ("0", "small", "medium", "large", "auto")
-
-
-def llm_config(settings: Settings) -> LLMConfig:
-    """The model configuration from the injected settings (a :class:`jobs.fix.LLMConfig`)."""
-    from jobs.fix import LLMConfig
-
-    key = settings.anthropic_api_key
-    return LLMConfig(
-        api_key=key.get_secret_value() if key is not None else None,
-        model=settings.model,
-        base_url=settings.anthropic_base_url,
-    )
-
-
-def default_jobs() -> int:
-    """Candidates tested concurrently by default: 4, or fewer on a machine with fewer CPUs."""
-    return max(1, min(4, os.cpu_count() or 1))
 
 
 def _add_sandbox_flags(p: argparse.ArgumentParser) -> None:
@@ -105,6 +87,12 @@ def register(
         "--trace-out", type=Path, metavar="F", help="write the trace here (default $ARCS_HOME/traces)"
     )
     p.add_argument("--no-index", action="store_true", help="do not index the repository (no retrieval)")
+    p.add_argument(
+        "--since",
+        metavar="REF",
+        help="the last green commit: tier 0 first tries reverting single hunks/commits of REF..HEAD, "
+        "and a formatter check's fix starts with the files changed since REF",
+    )
     _add_sandbox_flags(p)
     p.set_defaults(handler=run_fix)
 
@@ -142,7 +130,7 @@ def _budget(args: argparse.Namespace) -> Budget:
 
 
 def _toolchains(extra: list[Path]) -> tuple[Path, ...]:
-    from bot.cli.test_cmd import toolchain_paths
+    from runners.toolchains import toolchain_paths
 
     return tuple(toolchain_paths(extra))
 
@@ -161,6 +149,14 @@ def run_fix(args: argparse.Namespace, ctx: Context) -> int:
             raise UsageError(f"fix: cannot read the issue file {args.issue_file}: {exc}") from None
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("fix: --jobs must be at least 1")
+    changes = None
+    if args.since:
+        from runners.gitchanges import read_changeset
+
+        changes = read_changeset(args.path, args.since)
+        ctx.out.info(
+            f"changes since {args.since}: {len(changes.commits)} commit(s), {len(changes.files)} file(s)"
+        )
     request = FixRequest(
         repo=args.path,
         test_command=args.test,
@@ -175,6 +171,7 @@ def run_fix(args: argparse.Namespace, ctx: Context) -> int:
         unsafe_no_sandbox=args.unsafe_no_sandbox,
         toolchain_paths=_toolchains(args.toolchain),
         use_index=not args.no_index,
+        changes=changes,
     )
     report = fix(ctx.settings, request, progress=ctx.out.info)
     return emit_fix(report, ctx)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bot.cli.app import Context
+from bot.cli.context import Context
 from bot.errors import UsageError
 from indexing.model import Location, Query, RetrievalMode, SearchFilters, SearchHit
 

@@ -18,14 +18,13 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
-import shlex
-from collections.abc import Callable, Mapping, MutableMapping
-from pathlib import Path
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
-from pydantic import SecretStr, ValidationError
+from pydantic import SecretStr
 
-from bot.cli.app import Context
+from bot.cli.context import Context, effective_settings
+from bot.cli.context import read_secrets_file as read_secrets_file  # re-export: callers of serve_cmd
 from bot.errors import ConfigError, UsageError
 from bot.settings import Settings
 from bot.web.session_key import with_session_secret
@@ -58,42 +57,6 @@ def register(
         "--workers", type=int, default=DEFAULT_WORKERS, help=f"worker processes (default {DEFAULT_WORKERS})"
     )
     serve.set_defaults(handler=run_serve)
-
-
-def read_secrets_file(path: Path) -> dict[str, str]:
-    """Parse ``KEY=value`` lines (shell-quoted values, ``#`` comments) of a secrets file."""
-    values: dict[str, str] = {}
-    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        key, sep, rest = line.partition("=")
-        try:
-            parts = shlex.split(rest)
-        except ValueError as exc:
-            raise ConfigError(f"{path}:{number}: {exc}") from exc
-        if not sep or not key.isidentifier() or len(parts) > 1:
-            raise ConfigError(f"{path}:{number}: expected KEY=value")
-        values[key] = parts[0] if parts else ""
-    return values
-
-
-def effective_settings(settings: Settings, environ: Mapping[str, str]) -> Settings:
-    """``settings`` plus the values of ``$ARCS_HOME/secrets.env`` the environment does not set."""
-    path = settings.home / "secrets.env"
-    if not path.is_file():
-        return settings
-    extra: dict[str, str] = {}
-    for key, value in read_secrets_file(path).items():
-        name = key.removeprefix("ARCS_").lower()
-        if key.startswith("ARCS_") and name in Settings.model_fields and not environ.get(key):
-            extra[name] = value
-    if not extra:
-        return settings
-    try:
-        return Settings.model_validate({**settings.model_dump(), **extra})
-    except ValidationError as exc:
-        raise ConfigError(f"{path}: {exc.errors()[0]['msg']}") from exc
 
 
 def new_setup_token() -> str:

@@ -10,13 +10,12 @@ every ``--toolchain DIR`` (a JDK, a Go or Node installation, a project venv).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from bot.cli.app import Context
+from bot.cli.context import Context
 from bot.errors import UsageError
+from runners.toolchains import toolchain_paths as toolchain_paths  # re-export: bench/repair
 
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_MEMORY_MB = 2048
@@ -65,37 +64,13 @@ def register(
     triage.set_defaults(handler=run_triage)
 
 
-def toolchain_paths(
-    extra: Sequence[Path] = (),
-    *,
-    prefix: str = sys.prefix,
-    base_prefix: str = sys.base_prefix,
-    environ: Mapping[str, str] | None = None,
-) -> list[Path]:
-    """The folders ``arcs test`` exposes to the sandbox (see the module docstring), de-duplicated."""
-    env = os.environ if environ is None else environ
-    candidates: list[Path] = []
-    if prefix != base_prefix:
-        candidates.append(Path(prefix))
-    venv = env.get("VIRTUAL_ENV")
-    if venv:
-        candidates.append(Path(venv))
-    candidates.extend(extra)
-    out: list[Path] = []
-    for path in candidates:
-        resolved = path.absolute()
-        if resolved.is_dir() and resolved not in out:
-            out.append(resolved)
-    return out
-
-
 def run_test(args: argparse.Namespace, ctx: Context) -> int:
     """``arcs test PATH``: exit 0 when every test passed, 1 otherwise."""
+    from jobs.config import load_repo_config
     from runners.commands import resolve_test_command
-    from runners.config import load_repo_config
     from runners.egress import EgressPolicy
     from runners.execute import run_tests
-    from runners.sandbox import make_runner
+    from runners.factory import make_runner
 
     repo: Path = args.path
     if not repo.is_dir():

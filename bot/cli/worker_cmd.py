@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from bot.cli.app import Context
+from bot.cli.context import Context
 from bot.errors import UsageError
 
 
@@ -39,7 +39,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     """Validate the options and run the workers until stopped."""
     import os
 
-    from bot.cli.serve_cmd import effective_settings
+    from bot.cli.context import effective_settings
+    from bot.worker_wiring import worker_spec
     from jobs.broker import QUEUES
     from jobs.worker import require_shared_broker, run_worker
 
@@ -56,13 +57,14 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         raise UsageError(f"worker: unknown queue(s) {', '.join(unknown)}; known: {', '.join(known)}")
     # The manifest flow writes the App's credentials to $ARCS_HOME/secrets.env; workers need them too.
     settings = effective_settings(ctx.settings, os.environ)
-    kind = require_shared_broker(settings)
+    spec = worker_spec(settings)
+    kind = require_shared_broker(spec.broker)
     ctx.out.info(
         f"arcs worker: {args.processes} process(es) x {args.threads} thread(s) on {kind}, "
         f"queues: {', '.join(queues or known)}"
     )
     code = run_worker(
-        settings,
+        spec,
         processes=args.processes,
         threads=args.threads,
         queues=queues or None,

@@ -25,6 +25,9 @@ Weeks are ISO weeks (Monday 00:00 UTC); the bucket is computed in SQL by :func:`
 (``date_trunc`` on PostgreSQL, ``date(…, 'weekday 1')`` on SQLite), always as ``YYYY-MM-DD``.
 """
 
+# Long (~1,100 lines): every dashboard query in one place, so the definitions above (attempts, finished,
+# rates) are applied the same way by all of them.
+
 from __future__ import annotations
 
 import datetime as dt
@@ -455,10 +458,12 @@ class AttemptDetail:
     events: tuple[EventRow, ...]
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-ready (the trace summary without the rendered markdown)."""
+        """JSON-ready (the trace summary without the rendered markdown and the file contents)."""
         summary = None
         if self.trace_summary is not None:
-            summary = {k: v for k, v in self.trace_summary.items() if k != "markdown"}
+            # "markdown": the v1 summary; "trace_markdown"/"files": a RepairReport (v2).
+            left_out = ("markdown", "trace_markdown", "files")
+            summary = {k: v for k, v in self.trace_summary.items() if k not in left_out}
         return {
             **self.row.to_json(),
             "base_branch": self.base_branch,

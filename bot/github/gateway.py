@@ -43,10 +43,10 @@ from bot.github.publish import (
     update_check_run,
     upsert_status_comment,
 )
-from bot.github.repo_config import ArcsConfig, load_arcs_config
 from bot.settings import Settings
+from jobs.config import ArcsConfig, RepoConfig, parse_repo_config
+from jobs.config import load as load_arcs_config
 from jobs.ports import BranchHead, IssueInfo, PullRequestInfo, PullRequestRef
-from runners.config import RepoConfig, parse_repo_config
 
 log = structlog.get_logger(__name__)
 

@@ -19,7 +19,6 @@ refused with :class:`bot.github.RefusedPush`.
 from __future__ import annotations
 
 import base64
-import hashlib
 import os
 import re
 import subprocess
@@ -32,11 +31,24 @@ import structlog
 
 from bot.github import GitHubError, RefusedPush
 from bot.github.auth import TokenSource
+from jobs.branches import is_pushable
+from jobs.branches import signature_branch as branch_name
+
+__all__ = [
+    "BotIdentity",
+    "GitAuth",
+    "PushResult",
+    "branch_name",
+    "check_branch",
+    "clone_at_sha",
+    "commit_all",
+    "push_branch",
+    "remote_branch_sha",
+    "run_git",
+]
 
 log = structlog.get_logger(__name__)
 
-BRANCH_PREFIX = "arcs/"
-BRANCH_RE = re.compile(r"^arcs/[A-Za-z0-9][A-Za-z0-9._/-]{0,194}$")
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 TRAILER_KEY = "ARCS-Attempt"
 GIT_TIMEOUT_S = 600.0
@@ -60,26 +72,9 @@ class BotIdentity:
         return cls(name=login, email=f"{user_id}+{login}@users.noreply.github.com")
 
 
-def branch_name(key: str) -> str:
-    """``arcs/<short-key>`` for an idempotency key or failure signature.
-
-    A short key made only of safe characters is used as is (readable branch names); anything
-    else becomes the first 12 hex digits of its SHA-256 (stable: the same signature, the same
-    branch, so a newer attempt updates the existing branch and PR).
-    """
-    if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}", key) and not key.endswith((".", ".lock")):
-        return BRANCH_PREFIX + key
-    return BRANCH_PREFIX + hashlib.sha256(key.encode("utf-8")).hexdigest()[:12]
-
-
 def check_branch(branch: str) -> str:
     """``branch`` if it is an ``arcs/`` branch ARCS may push to; :class:`RefusedPush` otherwise."""
-    parts = branch.split("/")
-    if (
-        not BRANCH_RE.match(branch)
-        or ".." in branch
-        or any(not part or part.startswith(".") or part.endswith((".", ".lock")) for part in parts)
-    ):
+    if not is_pushable(branch):
         raise RefusedPush(f"refusing to push to {branch!r}: ARCS only pushes to its own arcs/<key> branches")
     return branch
 

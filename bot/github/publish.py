@@ -30,8 +30,8 @@ from bot.github.git import (
     remote_branch_sha,
     run_git,
 )
-from bot.github.payloads import MAX_BODY_CHARS, MAX_CHECK_TEXT, STATUS_MARKER_RE, truncate
 from jobs.ports import PullRequestRef
+from jobs.render import MAX_BODY_CHARS, MAX_CHECK_TEXT, STATUS_MARKER_RE, truncate
 
 log = structlog.get_logger(__name__)
 

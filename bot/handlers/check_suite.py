@@ -12,10 +12,9 @@ belongs to a branch of the base repository before it touches credentials.
 
 from __future__ import annotations
 
-from typing import Any
-
 from bot.handlers.views import CheckPull, CheckRunCompleted, CheckSuiteCompleted
 from bot.routing import ARCS_BRANCH_PREFIX, Decision, RouteContext, Router, enqueue, ignore
+from jobs.messages import CiRef, CiSource, RepairCiFailure
 
 router = Router("check_suite")
 
@@ -32,32 +31,24 @@ def _common(
     ctx: RouteContext,
     *,
     repo: str,
-    source: str,
-    app_id: int | None,
-    app_slug: str | None,
-    suite_id: int | None,
+    source: CiSource,
     head_sha: str,
     head_branch: str,
-    conclusion: str,
-    html_url: str | None,
     pull_requests: list[int],
-    extra: dict[str, Any],
+    ci: CiRef,
 ) -> Decision:
-    args: dict[str, Any] = {
-        "source": source,
-        "check_suite_id": suite_id,
-        "app_id": app_id,
-        "app_slug": app_slug,
-        "head_sha": head_sha,
-        "head_branch": head_branch,
-        "conclusion": conclusion,
-        "html_url": html_url,
-        "pull_requests": pull_requests,
-        "retry_of": head_branch if head_branch.startswith(ARCS_BRANCH_PREFIX) else None,
-        "watched_branches_checked": False,
-        **extra,
-    }
-    return enqueue(ctx.job("repair_ci_failure", args, key=f"ci:{repo}:checks:{app_id}:{head_sha}", repo=repo))
+    message = RepairCiFailure(
+        repo=repo,
+        installation_id=ctx.installation_id,
+        delivery_id=ctx.delivery_id,
+        source=source,
+        head_sha=head_sha,
+        head_branch=head_branch,
+        pull_requests=tuple(pull_requests),
+        retry_of=head_branch if head_branch.startswith(ARCS_BRANCH_PREFIX) else None,
+        ci=ci,
+    )
+    return enqueue(ctx.job(message, key=f"ci:{repo}:checks:{ci.app_id}:{head_sha}"))
 
 
 @router.on("check_suite", "completed", view=CheckSuiteCompleted)
@@ -77,15 +68,10 @@ def suite_completed(event: CheckSuiteCompleted, ctx: RouteContext) -> Decision:
         ctx,
         repo=event.repository.full_name,
         source="check_suite",
-        app_id=suite.app.id,
-        app_slug=slug,
-        suite_id=suite.id,
         head_sha=suite.head_sha,
         head_branch=suite.head_branch,
-        conclusion=suite.conclusion or "",
-        html_url=None,
         pull_requests=[pr.number for pr in suite.pull_requests],
-        extra={},
+        ci=CiRef(check_suite_id=suite.id, app_id=suite.app.id, app_slug=slug),
     )
 
 
@@ -109,13 +95,15 @@ def run_completed(event: CheckRunCompleted, ctx: RouteContext) -> Decision:
         ctx,
         repo=event.repository.full_name,
         source="check_run",
-        app_id=app.id if app is not None else None,
-        app_slug=slug,
-        suite_id=suite.id if suite is not None else None,
         head_sha=run.head_sha,
         head_branch=branch,
-        conclusion=run.conclusion or "",
-        html_url=run.html_url,
         pull_requests=[pr.number for pr in run.pull_requests],
-        extra={"check_run_id": run.id, "check_name": run.name},
+        ci=CiRef(
+            check_suite_id=suite.id if suite is not None else None,
+            check_run_id=run.id,
+            check_name=run.name,
+            app_id=app.id if app is not None else None,
+            app_slug=slug,
+            html_url=run.html_url,
+        ),
     )

@@ -12,11 +12,12 @@ the worker replies once per comment asking for a new comment (``refusal: "edited
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 
-from bot.commands import Command, CommandError, parse_command
+from bot.commands import CommandError, parse_command
 from bot.handlers.views import IssueComment
 from bot.routing import Decision, RouteContext, Router, enqueue, ignore
+from jobs.messages import Command, HandleCommand
 
 router = Router("issue_comment")
 
@@ -29,18 +30,20 @@ def _is_bot(login: str, user_type: str | None, settings_login: str) -> bool:
     )
 
 
-def _base_args(event: IssueComment) -> dict[str, Any]:
+def _message(event: IssueComment, ctx: RouteContext) -> HandleCommand:
+    """The message without its outcome (``command``, ``error``, ``refusal`` are set by the caller)."""
     issue = event.issue
     comment = event.comment
-    return {
-        "issue_number": issue.number,
-        "is_pull_request": issue.pull_request is not None,
-        "issue_author": issue.user.login if issue.user is not None else None,
-        "comment_id": comment.id,
-        "comment_url": comment.html_url,
-        "author": comment.user.login if comment.user is not None else None,
-        "author_association": comment.author_association,
-    }
+    return HandleCommand(
+        repo=event.repository.full_name,
+        installation_id=ctx.installation_id,
+        delivery_id=ctx.delivery_id,
+        number=issue.number,
+        is_pull_request=issue.pull_request is not None,
+        comment_id=comment.id,
+        author=comment.user.login if comment.user is not None else None,
+        author_association=comment.author_association,
+    )
 
 
 def _bot_author(event: IssueComment, ctx: RouteContext) -> str | None:
@@ -61,23 +64,23 @@ def created(event: IssueComment, ctx: RouteContext) -> Decision:
     parsed = parse_command(event.comment.body)
     if parsed is None:
         return ignore("no /arcs command in the comment")
-    args = _base_args(event)
     if isinstance(parsed, Command) and parsed.verb == "revise":
-        parsed = _check_revise(args, ctx) or parsed
+        parsed = _check_revise(event, ctx) or parsed
+    message = _message(event, ctx)
     if isinstance(parsed, CommandError):
-        args.update(command=None, error=parsed.message, refusal=None)
+        message = replace(message, error=parsed.message)
     else:
-        args.update(command=parsed.as_dict(), error=None, refusal=None)
-    repo = event.repository.full_name
-    return enqueue(ctx.job("handle_command", args, key=f"cmd:{repo}:{event.comment.id}", repo=repo))
+        message = replace(message, command=parsed)
+    return enqueue(ctx.job(message, key=f"cmd:{message.repo}:{event.comment.id}"))
 
 
-def _check_revise(args: dict[str, Any], ctx: RouteContext) -> CommandError | None:
+def _check_revise(event: IssueComment, ctx: RouteContext) -> CommandError | None:
     """``/arcs revise`` only makes sense on a pull request opened by ARCS (re-checked by the worker)."""
     line = "/arcs revise"
-    if not args["is_pull_request"]:
+    if event.issue.pull_request is None:
         return CommandError("`/arcs revise` works on ARCS pull requests, not on issues.", line)
-    author = args["issue_author"] or ""
+    user = event.issue.user
+    author = user.login if user is not None else ""
     if author.casefold() != ctx.settings.bot_login.casefold():
         return CommandError(
             "`/arcs revise` works on pull requests opened by ARCS; this one was opened by "
@@ -95,7 +98,5 @@ def edited(event: IssueComment, ctx: RouteContext) -> Decision:
         return ignore(refused)
     if parse_command(event.comment.body) is None:
         return ignore("edited comment without an /arcs command")
-    args = _base_args(event)
-    args.update(command=None, error=None, refusal="edited")
-    repo = event.repository.full_name
-    return enqueue(ctx.job("handle_command", args, key=f"cmd:{repo}:{event.comment.id}:edited", repo=repo))
+    message = replace(_message(event, ctx), refusal="edited")
+    return enqueue(ctx.job(message, key=f"cmd:{message.repo}:{event.comment.id}:edited"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from bot.handlers.views import IssuesLabeled
 from bot.routing import Decision, RouteContext, Router, enqueue, ignore
+from jobs.messages import RepairIssue
 
 router = Router("issues")
 
@@ -32,17 +33,13 @@ def labeled(event: IssuesLabeled, ctx: RouteContext) -> Decision:
     if issue.state == "closed":
         return ignore(f"issue #{issue.number} is closed")
     repo = event.repository.full_name
-    return enqueue(
-        ctx.job(
-            "repair_issue",
-            {
-                "issue_number": issue.number,
-                "title": issue.title,
-                "label": name,
-                "sender": sender,
-                "html_url": issue.html_url,
-            },
-            key=f"issue:{repo}#{issue.number}:{ctx.delivery_id}",
-            repo=repo,
-        )
+    message = RepairIssue(
+        repo=repo,
+        installation_id=ctx.installation_id,
+        delivery_id=ctx.delivery_id,
+        issue_number=issue.number,
+        title=issue.title,
+        label=name,
+        sender=sender,
     )
+    return enqueue(ctx.job(message, key=f"issue:{repo}#{issue.number}:{ctx.delivery_id}"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from bot.handlers import iso
 from bot.handlers.views import PullRequestClosed
 from bot.routing import ARCS_BRANCH_PREFIX, Decision, RouteContext, Router, enqueue, ignore
+from jobs.messages import RecordPrOutcome
 
 router = Router("pull_request")
 
@@ -24,19 +25,15 @@ def closed(event: PullRequestClosed, ctx: RouteContext) -> Decision:
     if not (by_arcs or (same_repo and pr.head.ref.startswith(ARCS_BRANCH_PREFIX))):
         return ignore(f"pull request #{pr.number} is not an ARCS pull request")
     repo = event.repository.full_name
-    closed_at = iso(pr.closed_at)
-    return enqueue(
-        ctx.job(
-            "record_pr_outcome",
-            {
-                "number": pr.number,
-                "merged": bool(pr.merged),
-                "head_ref": pr.head.ref,
-                "head_sha": pr.head.sha,
-                "closed_at": closed_at,
-                "merged_at": iso(pr.merged_at),
-            },
-            key=f"pr-outcome:{repo}#{pr.number}:{closed_at}",
-            repo=repo,
-        )
+    message = RecordPrOutcome(
+        repo=repo,
+        installation_id=ctx.installation_id,
+        delivery_id=ctx.delivery_id,
+        number=pr.number,
+        merged=bool(pr.merged),
+        head_ref=pr.head.ref,
+        head_sha=pr.head.sha,
+        closed_at=pr.closed_at,
+        merged_at=pr.merged_at,
     )
+    return enqueue(ctx.job(message, key=f"pr-outcome:{repo}#{pr.number}:{iso(pr.closed_at)}"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from bot.handlers.views import Push
 from bot.routing import Decision, RouteContext, Router, enqueue, ignore
+from jobs.messages import RefreshIndex
 
 router = Router("push")
 
@@ -23,18 +24,13 @@ def pushed(event: Push, ctx: RouteContext) -> Decision:
         return ignore("the default branch was deleted")
     repo = event.repository.full_name
     before = None if event.created or event.before == _NULL_SHA else event.before
-    return enqueue(
-        ctx.job(
-            "refresh_index",
-            {
-                # No usable "before" (a new branch): the worker does a full refresh.
-                "mode": "incremental" if before else "full",
-                "ref": event.ref,
-                "before": before,
-                "after": event.after,
-                "reason": "push to the default branch",
-            },
-            key=f"index:{repo}:incremental:{event.after}",
-            repo=repo,
-        )
+    message = RefreshIndex(
+        repo=repo,
+        installation_id=ctx.installation_id,
+        delivery_id=ctx.delivery_id,
+        after=event.after,
+        # No usable "before" (a new branch): the worker does a full refresh.
+        mode="incremental" if before else "full",
+        reason="push to the default branch",
     )
+    return enqueue(ctx.job(message, key=f"index:{repo}:incremental:{event.after}"))

@@ -259,7 +259,7 @@ class IssueComment(View):
     comment: Comment
 
 
-# --- installation (full index refreshes) --------------------------------------------------------
+# --- installation (index refreshes and drops) ---------------------------------------------------
 
 
 class InstallationCreated(View):
@@ -272,6 +272,18 @@ class InstallationRepositoriesAdded(View):
     """``installation_repositories.added``."""
 
     repositories_added: list[RepositoryName]
+
+
+class InstallationDeleted(View):
+    """``installation.deleted``: the repositories it could access (GHES sends none)."""
+
+    repositories: list[RepositoryName] | None = None
+
+
+class InstallationRepositoriesRemoved(View):
+    """``installation_repositories.removed``."""
+
+    repositories_removed: list[RepositoryName]
 
 
 # --- push (incremental index refresh) -------------------------------------------------------

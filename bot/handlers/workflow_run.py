@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from bot.handlers.views import WorkflowRunCompleted
 from bot.routing import ARCS_BRANCH_PREFIX, Decision, RouteContext, Router, enqueue, ignore
+from jobs.messages import CiRef, RepairCiFailure
 
 router = Router("workflow_run")
 
@@ -36,25 +37,22 @@ def completed(event: WorkflowRunCompleted, ctx: RouteContext) -> Decision:
     if not branch:
         return ignore(f"workflow run {run.id} has no head branch")
     repo = event.repository.full_name
-    return enqueue(
-        ctx.job(
-            "repair_ci_failure",
-            {
-                "source": "workflow_run",
-                "run_id": run.id,
-                "run_attempt": run.run_attempt,
-                "workflow_id": run.workflow_id,
-                "workflow_name": run.name,
-                "check_suite_id": run.check_suite_id,
-                "head_sha": run.head_sha,
-                "head_branch": branch,
-                "conclusion": run.conclusion,
-                "html_url": run.html_url,
-                "pull_requests": [pr.number for pr in run.pull_requests if pr is not None],
-                "retry_of": branch if branch.startswith(ARCS_BRANCH_PREFIX) else None,
-                "watched_branches_checked": False,
-            },
-            key=f"ci:{repo}:workflow_run:{run.id}",
-            repo=repo,
-        )
+    message = RepairCiFailure(
+        repo=repo,
+        installation_id=ctx.installation_id,
+        delivery_id=ctx.delivery_id,
+        source="workflow_run",
+        head_sha=run.head_sha,
+        head_branch=branch,
+        run_id=run.id,
+        workflow_name=run.name,
+        pull_requests=tuple(pr.number for pr in run.pull_requests if pr is not None),
+        retry_of=branch if branch.startswith(ARCS_BRANCH_PREFIX) else None,
+        ci=CiRef(
+            run_attempt=run.run_attempt,
+            workflow_id=run.workflow_id,
+            check_suite_id=run.check_suite_id,
+            html_url=run.html_url,
+        ),
     )
+    return enqueue(ctx.job(message, key=f"ci:{repo}:workflow_run:{run.id}"))

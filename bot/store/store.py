@@ -23,6 +23,9 @@ checkout bounded) and ``lazy=True`` (the schema is migrated at first use, retrie
 second while the database is down, so the process starts and answers 503 meanwhile).
 """
 
+# Long (~1,200 lines): every write arbitrated by a unique constraint lives in one class, so the "only
+# once" rules above can be read and reviewed together.
+
 from __future__ import annotations
 
 import contextlib
@@ -35,7 +38,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import structlog
 from sqlalchemy import (
@@ -75,6 +78,11 @@ from bot.store.models import (
     PullRequest,
 )
 from bot.web.ports import DeliveryRow, DeliveryStatus
+
+# The admission values are the jobs' port types (re-exported: the store's callers name them here too).
+from jobs.ports import Admission as Admission
+from jobs.ports import PrLimits as PrLimits
+from jobs.ports import PrTally as PrTally
 
 log = structlog.get_logger("arcs.store")
 
@@ -1093,37 +1101,6 @@ DEFERRED_MESSAGE = "deferred"
 """``attempts.message_id`` of an attempt waiting for its delayed message (quiet hours)."""
 
 
-@dataclass(frozen=True, slots=True)
-class PrLimits:
-    """The pull-request limits checked at admission (None: no such limit)."""
-
-    since: dt.datetime
-    """Start of the ``per_day`` window (now - 24 h)."""
-    per_day: int | None = None
-    open: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PrTally:
-    """ARCS pull requests of one repository."""
-
-    opened_since: int
-    open_now: int
-    pending: int = 0
-    """Admitted attempts that may still open one (running with a reservation, or fixed and not
-    yet published)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Admission:
-    """What :meth:`Store.admit_repair` answered."""
-
-    granted_usd: float
-    prs: PrTally | None = None
-    refused: str | None = None
-    """``max_prs_per_day`` or ``max_open_prs`` when a pull-request limit is reached."""
-
-
 def _budget_lock_key(owner: str) -> int:
     digest = hashlib.blake2b(f"arcs-budget:{owner.lower()}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
@@ -1193,3 +1170,11 @@ def _pr_tally(
         )
         waiting = session.execute(select(func.count(Attempt.id)).where(*mine, admitted)).scalar_one()
     return PrTally(opened_since=int(opened), open_now=int(open_now), pending=int(waiting))
+
+
+if TYPE_CHECKING:
+    # The jobs see the store only through this port (checked by mypy, nothing runs).
+    from jobs.ports import AttemptStore
+
+    def _conforms(store: Store) -> AttemptStore:
+        return store

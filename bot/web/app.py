@@ -14,7 +14,8 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Route
 
-from bot.routing import Router, build_router
+from bot.handlers.registry import build_router
+from bot.routing import Router
 from bot.settings import Settings
 from bot.web.health import Readiness, healthz
 from bot.web.intake import WRITERS, Intake

@@ -33,7 +33,7 @@ import structlog
 
 from bot.web.ports import DeliveryRow, DeliveryStore, Enqueuer
 from bot.web.relay import Relay
-from jobs.messages import JobRequest
+from jobs.messages import Envelope
 
 log = structlog.get_logger("arcs.intake")
 
@@ -60,7 +60,7 @@ class AsyncRecorder(Protocol):
 class AsyncSender(Protocol):
     """Enqueues batches from the event loop (:class:`bot.web.redis_intake.AsyncRedisSender`)."""
 
-    async def send(self, batches: Sequence[Sequence[JobRequest]]) -> list[BaseException | None]:
+    async def send(self, batches: Sequence[Sequence[Envelope]]) -> list[BaseException | None]:
         """Per batch ``None`` when the broker took all its jobs, else the error."""
         ...
 
@@ -79,7 +79,7 @@ class Submission:
     """
 
     row: DeliveryRow
-    jobs: Sequence[JobRequest]
+    jobs: Sequence[Envelope]
     started: float
     future: asyncio.Future[None]
     recorded: bool = False
@@ -119,7 +119,7 @@ class Intake:
         self.sender = sender
         self._lanes: dict[asyncio.AbstractEventLoop, _Lane] = {}
 
-    async def submit(self, row: DeliveryRow, jobs: Sequence[JobRequest], *, started: float) -> Submission:
+    async def submit(self, row: DeliveryRow, jobs: Sequence[Envelope], *, started: float) -> Submission:
         """Hand ``row`` (and its ``jobs``) to the writer; returns at once. Await
         ``submission.future`` for the outcome (it raises what the store raised)."""
         loop = asyncio.get_running_loop()

@@ -28,7 +28,7 @@ from collections import deque
 import structlog
 
 from bot.web.ports import DeliveryStore, Enqueuer
-from jobs.messages import JobRequest
+from jobs.messages import Envelope, MessageInvalid
 
 log = structlog.get_logger("arcs.relay")
 
@@ -114,7 +114,13 @@ class Relay:
             for delivery_id, jobs in self.store.claim_stuck_deliveries(self.batch):
                 try:
                     for job in jobs:
-                        self.enqueuer.enqueue(JobRequest.from_dict(job))
+                        try:
+                            envelope = Envelope.from_json(job)
+                        except MessageInvalid as exc:
+                            # It will never decode: skipping it beats holding up the outbox.
+                            log.error("relay_job_invalid", delivery_id=delivery_id, error=str(exc)[:300])
+                            continue
+                        self.enqueuer.enqueue(envelope)
                 except Exception as exc:
                     log.warning("relay_broker_unavailable", delivery_id=delivery_id, error=repr(exc))
                     break

@@ -351,7 +351,7 @@ class WebhookEndpoint:
         What the writer still does after the deadline gave up on it is safe: a late record is
         finished by the relay, a late enqueue confirms itself.
         """
-        jobs = [job.as_dict() for job in decision.jobs]
+        jobs = [job.to_json() for job in decision.jobs]
         status: DeliveryStatus = "received" if jobs else "ignored"
         row = DeliveryRow(
             delivery.delivery_id,

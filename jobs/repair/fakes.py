@@ -10,17 +10,20 @@ sandbox, an index or a model:
 - :class:`FakeClock`: time moves only when told (or by a fixed tick per reading).
 - :class:`ScriptedProposer`: proposals per round from a script, records requests.
 - :class:`FakeInterrupt`: answers a reason to stop from the ``after``-th check on.
+- :class:`ScriptedLLM`: an :class:`~jobs.repair.llm.LLM` answering from a script, records requests.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from jobs.repair.budget import Budget
 from jobs.repair.diffing import DEFAULT_MODE, patch_key
 from jobs.repair.edits import AppliedEdits, EditError, FileChange
+from jobs.repair.llm import LLMError, LLMRequest, LLMResponse
 from jobs.repair.model import Edit, Failure, Proposal
 from jobs.repair.ports import ProposalRequest
 
@@ -379,6 +382,48 @@ def replace_proposal(
     )
 
 
+ScriptItem = LLMResponse | LLMError | Callable[[LLMRequest], LLMResponse]
+
+
+class ScriptedLLM:
+    """In-process fake :class:`~jobs.repair.llm.LLM`: answers from a script, records every request.
+
+    Script items are responses, errors (raised) or callables ``request -> response``.
+    Running out of script raises AssertionError (a test bug, never an LLMError).
+    """
+
+    def __init__(self, script: Iterable[ScriptItem] = (), *, model: str = "scripted-model") -> None:
+        self._model = model
+        self._script: deque[ScriptItem] = deque(script)
+        self.requests: list[LLMRequest] = []
+
+    @property
+    def model(self) -> str:
+        """The model id reported for pricing and fingerprints."""
+        return self._model
+
+    def add(self, *items: ScriptItem) -> None:
+        """Append items to the script."""
+        self._script.extend(items)
+
+    @property
+    def pending(self) -> int:
+        """Script items not consumed yet."""
+        return len(self._script)
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        """Serve the next script item."""
+        self.requests.append(request)
+        if not self._script:
+            raise AssertionError(f"ScriptedLLM: no scripted response left for request {request.purpose!r}")
+        item = self._script.popleft()
+        if isinstance(item, LLMError):
+            raise item
+        if isinstance(item, LLMResponse):
+            return item
+        return item(request)
+
+
 __all__ = [
     "FakeClock",
     "FakeInterrupt",
@@ -386,6 +431,8 @@ __all__ = [
     "FakeWorkbench",
     "InMemorySource",
     "Judge",
+    "ScriptItem",
+    "ScriptedLLM",
     "ScriptedProposer",
     "WorkbenchCall",
     "apply_in_memory",

@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import bisect
 import functools
-import importlib
 import re
 import warnings
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-from typing import Any
+from pathlib import Path
 
 import pathspec
 
-from indexing.files import is_test_path
+from indexing.languages import code_language, is_test_path, parser_for
 from jobs.repair.diffing import DiffStats, FilePatch, HunkLine, parse_patch
 from jobs.repair.edits import AppliedEdits, EditError
 from jobs.repair.model import GateResult
@@ -74,49 +72,12 @@ def applies_gate(outcome: AppliedEdits | EditError) -> GateResult:
 # syntax
 # ---------------------------------------------------------------------------------------------
 
-_LANGUAGE_BY_SUFFIX = {
-    ".py": "python",
-    ".pyi": "python",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".jsx": "javascript",
-    ".ts": "typescript",
-    ".mts": "typescript",
-    ".cts": "typescript",
-    ".tsx": "tsx",
-    ".go": "go",
-    ".rs": "rust",
-    ".java": "java",
-}
 _MAX_ERRORS_SHOWN = 3
 
 
 def language_of(path: str) -> str | None:
     """The language the syntax gate checks ``path`` as, or None (not checked)."""
-    return _LANGUAGE_BY_SUFFIX.get(PurePosixPath(path).suffix.lower())
-
-
-# language -> (grammar module, function returning its language pointer)
-_GRAMMARS = {
-    "python": ("tree_sitter_python", "language"),
-    "javascript": ("tree_sitter_javascript", "language"),
-    "typescript": ("tree_sitter_typescript", "language_typescript"),
-    "tsx": ("tree_sitter_typescript", "language_tsx"),
-    "go": ("tree_sitter_go", "language"),
-    "rust": ("tree_sitter_rust", "language"),
-    "java": ("tree_sitter_java", "language"),
-}
-
-
-@functools.cache
-def _parser(language: str) -> Any:
-    # Imported lazily: no work at import time, and a grammar loads only when a file needs it.
-    import tree_sitter
-
-    module, function = _GRAMMARS[language]
-    raw = getattr(importlib.import_module(module), function)()
-    return tree_sitter.Parser(tree_sitter.Language(raw))
+    return code_language(path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +118,7 @@ def _python_problems(path: str, text: str) -> list[SyntaxProblem]:
 def _tree_sitter_errors(language: str, text: str) -> list[SyntaxProblem]:
     """Every ERROR and MISSING node, nested ones included, in document order."""
     data = text.encode("utf-8", "surrogateescape")
-    tree = _parser(language).parse(data)
+    tree = parser_for(language).parse(data)
     if not tree.root_node.has_error:
         return []
     found: list[SyntaxProblem] = []

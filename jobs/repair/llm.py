@@ -1,4 +1,4 @@
-"""The LLM port of the repair engine, its Anthropic implementation and an in-process fake.
+"""The LLM port of the repair engine and its value types (pure: no SDK, no clock, no network).
 
 Every role (proposer, planner, quality checkers, clarifier, test designer, explainer) talks to a
 model through :class:`LLM`: one structured request in, one parsed response out. The port is small
@@ -9,33 +9,24 @@ stable repository/task context block, the last one marked ``cache_control: ephem
 ``messages`` (what varies between calls, e.g. the prompt variant). Calls that share a context
 block — the ``n`` diversified proposals of one round — therefore hit the cache after the first.
 
-Retries are done here, not by the SDK (the client is built with ``max_retries=0``): each HTTP
-attempt is visible (:attr:`AnthropicLLM.attempts`), the schedule is deterministic (exponential,
-no jitter) and honours ``retry-after``/``retry-after-ms``, and sleeping goes through an injected
-function so tests never wait. Failed attempts are not billed by the API and cost nothing here.
+The Anthropic adapter (HTTP, retries, sleeping) is :class:`jobs.llm_anthropic.AnthropicLLM`, in
+the application layer; the in-process fake is :class:`jobs.repair.fakes.ScriptedLLM`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import time
-from collections import deque
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from jobs.repair.model import Usage
 from jobs.repair.pricing import PriceTable, usage_for
 
-if TYPE_CHECKING:
-    import anthropic
-
 Role = Literal["user", "assistant"]
 LLMErrorKind = Literal["auth", "rate_limit", "overloaded", "server", "bad_request", "timeout", "connection"]
 
-DEFAULT_BASE_URL = "https://api.anthropic.com"
 CACHE_CONTROL: Mapping[str, str] = {"type": "ephemeral"}
 
 
@@ -136,7 +127,7 @@ class LLMError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Attempt:
-    """One HTTP attempt of :class:`AnthropicLLM` (for traces)."""
+    """One HTTP attempt of an LLM adapter such as :class:`jobs.llm_anthropic.AnthropicLLM` (for traces)."""
 
     purpose: str
     number: int
@@ -261,214 +252,6 @@ def parse_message(raw: str, *, default_model: str, table: PriceTable | None = No
     )
 
 
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    # retry-after-ms is the API's precise variant; HTTP-date forms are ignored (no clock here).
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is not None:
-            try:
-                seconds = float(value) / scale
-            except ValueError:
-                continue
-            if seconds >= 0:
-                return seconds
-    return None
-
-
-def classify_sdk_error(exc: Exception, *, attempts: int = 1) -> LLMError | None:
-    """Map an ``anthropic`` SDK exception to :class:`LLMError`; None for anything else."""
-    import anthropic
-
-    if isinstance(exc, anthropic.APITimeoutError):
-        return LLMError("timeout", "request timed out", retryable=True, attempts=attempts)
-    if isinstance(exc, anthropic.APIConnectionError):
-        return LLMError("connection", f"connection failed: {exc.message}", retryable=True, attempts=attempts)
-    if isinstance(exc, anthropic.APIStatusError):
-        status = exc.status_code
-        kind: LLMErrorKind
-        if status in (401, 402, 403):
-            kind, retryable = "auth", False
-        elif status == 429:
-            kind, retryable = "rate_limit", True
-        elif status == 529 or isinstance(exc, anthropic.OverloadedError):
-            kind, retryable = "overloaded", True
-        elif status == 408:
-            kind, retryable = "timeout", True
-        elif status == 409 or status >= 500:
-            kind, retryable = "server", True
-        else:
-            kind, retryable = "bad_request", False
-        headers = {k.lower(): v for k, v in exc.response.headers.items()}
-        # The API can say explicitly whether a retry is worthwhile.
-        if headers.get("x-should-retry") == "false":
-            retryable = False
-        elif headers.get("x-should-retry") == "true":
-            retryable = True
-        detail = exc.api_message or exc.message
-        return LLMError(
-            kind,
-            f"HTTP {status}: {detail}",
-            retryable=retryable,
-            status=status,
-            attempts=attempts,
-            retry_after=_retry_after(headers),
-        )
-    if isinstance(exc, anthropic.CredentialsError):
-        return LLMError("auth", f"credentials: {exc}", retryable=False, attempts=attempts)
-    if isinstance(exc, anthropic.AnthropicError):
-        return LLMError("bad_request", f"{type(exc).__name__}: {exc}", retryable=False, attempts=attempts)
-    return None
-
-
-class AnthropicLLM:
-    """:class:`LLM` over the Anthropic Messages API (non-streaming, tool use for structured output).
-
-    ``base_url`` comes from the caller's settings; when None the public API is used (the SDK's own
-    ``ANTHROPIC_BASE_URL`` lookup is bypassed on purpose: configuration is injected, not ambient).
-    Retries: up to ``max_retries`` more attempts for retryable failures (429, 529, 5xx, 408/409,
-    timeouts, connection errors, malformed 200 bodies), waiting ``retry-after`` when the server
-    gives one (capped at ``max_retry_after_s``) and otherwise ``backoff_base_s * 2**i`` capped at
-    ``backoff_max_s``. Auth and request errors are not retried.
-    """
-
-    def __init__(
-        self,
-        api_key: str,
-        model: str,
-        *,
-        base_url: str | None = None,
-        max_retries: int = 4,
-        timeout_s: float = 120,
-        sleep: Callable[[float], None] = time.sleep,
-        backoff_base_s: float = 1.0,
-        backoff_max_s: float = 30.0,
-        max_retry_after_s: float = 60.0,
-        price_table: PriceTable | None = None,
-    ) -> None:
-        if not api_key:
-            raise ValueError("an Anthropic API key is required")
-        if not model:
-            raise ValueError("a model id is required")
-        if max_retries < 0:
-            raise ValueError("max_retries must be >= 0")
-        import anthropic  # imported here: the repair core must stay importable without the SDK loaded
-
-        self._model = model
-        self._max_retries = max_retries
-        self._sleep = sleep
-        self._backoff_base_s = backoff_base_s
-        self._backoff_max_s = backoff_max_s
-        self._max_retry_after_s = max_retry_after_s
-        self._price_table = price_table
-        self._client: anthropic.Anthropic = anthropic.Anthropic(
-            api_key=api_key,
-            base_url=base_url or DEFAULT_BASE_URL,
-            max_retries=0,
-            timeout=timeout_s,
-        )
-        self.attempts: list[Attempt] = []
-        """Every HTTP attempt made by this client, oldest first."""
-
-    @property
-    def model(self) -> str:
-        """The model id requests are sent to."""
-        return self._model
-
-    def close(self) -> None:
-        """Release the HTTP connection pool."""
-        self._client.close()
-
-    def __enter__(self) -> AnthropicLLM:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def backoff_s(self, retry_index: int) -> float:
-        """Deterministic wait before retry ``retry_index`` (0-based) when the server gave no hint."""
-        return float(min(self._backoff_max_s, self._backoff_base_s * (2**retry_index)))
-
-    def complete(self, request: LLMRequest) -> LLMResponse:
-        """Send ``request`` with retries; raise :class:`LLMError` when it fails for good."""
-        params = wire_params(self._model, request)
-        attempt = 0
-        while True:
-            attempt += 1
-            outcome = self._attempt(params)
-            if isinstance(outcome, LLMResponse):
-                self.attempts.append(Attempt(request.purpose, attempt, "ok"))
-                return replace(outcome, attempts=attempt)
-            error = outcome
-            error.attempts = attempt
-            if not error.retryable or attempt > self._max_retries:
-                self.attempts.append(Attempt(request.purpose, attempt, error.kind, error.status))
-                raise error
-            if error.retry_after is not None:
-                wait = min(error.retry_after, self._max_retry_after_s)
-            else:
-                wait = self.backoff_s(attempt - 1)
-            self.attempts.append(Attempt(request.purpose, attempt, error.kind, error.status, wait))
-            self._sleep(wait)
-
-    def _attempt(self, params: dict[str, Any]) -> LLMResponse | LLMError:
-        try:
-            raw = self._client.messages.with_raw_response.create(**params).text()
-        except Exception as exc:
-            mapped = classify_sdk_error(exc)
-            if mapped is None:
-                raise
-            return mapped
-        try:
-            return parse_message(raw, default_model=self._model, table=self._price_table)
-        except ValueError as exc:
-            # A 200 with an unusable body is a server-side fault; worth another attempt.
-            return LLMError("server", f"malformed response: {exc}", retryable=True, status=200)
-
-
-ScriptItem = LLMResponse | LLMError | Callable[[LLMRequest], LLMResponse]
-
-
-class ScriptedLLM:
-    """In-process fake :class:`LLM`: answers from a script, records every request.
-
-    Script items are responses, errors (raised) or callables ``request -> response``.
-    Running out of script raises AssertionError (a test bug, never an LLMError).
-    """
-
-    def __init__(self, script: Iterable[ScriptItem] = (), *, model: str = "scripted-model") -> None:
-        self._model = model
-        self._script: deque[ScriptItem] = deque(script)
-        self.requests: list[LLMRequest] = []
-
-    @property
-    def model(self) -> str:
-        """The model id reported for pricing and fingerprints."""
-        return self._model
-
-    def add(self, *items: ScriptItem) -> None:
-        """Append items to the script."""
-        self._script.extend(items)
-
-    @property
-    def pending(self) -> int:
-        """Script items not consumed yet."""
-        return len(self._script)
-
-    def complete(self, request: LLMRequest) -> LLMResponse:
-        """Serve the next script item."""
-        self.requests.append(request)
-        if not self._script:
-            raise AssertionError(f"ScriptedLLM: no scripted response left for request {request.purpose!r}")
-        item = self._script.popleft()
-        if isinstance(item, LLMError):
-            raise item
-        if isinstance(item, LLMResponse):
-            return item
-        return item(request)
-
-
 def scripted_response(
     *,
     text: str = "",
@@ -481,7 +264,8 @@ def scripted_response(
     cache_read_tokens: int = 0,
     table: PriceTable | None = None,
 ) -> LLMResponse:
-    """A response as the API would send it (raw JSON included), for :class:`ScriptedLLM` scripts."""
+    """A response as the API would send it (raw JSON included), for :class:`jobs.repair.fakes.ScriptedLLM`
+    scripts."""
     content: list[dict[str, object]] = []
     if text:
         content.append({"type": "text", "text": text})
@@ -507,17 +291,14 @@ def scripted_response(
 
 __all__ = [
     "LLM",
-    "AnthropicLLM",
     "Attempt",
     "LLMError",
     "LLMErrorKind",
     "LLMRequest",
     "LLMResponse",
     "Message",
-    "ScriptedLLM",
     "ToolCall",
     "ToolSpec",
-    "classify_sdk_error",
     "estimate_tokens",
     "parse_message",
     "request_fingerprint",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -92,6 +94,18 @@ class Proposal:
     usage: Usage = field(default_factory=Usage)
     raw: str = ""
     """The raw model response, recorded for deterministic replay."""
+
+    @property
+    def key(self) -> str:
+        """Stable key of the change: the sorted (path, old, new) triples of the edits, hashed.
+
+        Order-independent and blind to explanation, proposer and usage; the loop hands these keys
+        back to proposers in ``ProposalRequest.tried``.
+        """
+        triples = sorted((e.path, e.old, e.new) for e in self.edits)
+        return hashlib.sha256(
+            json.dumps(triples, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        ).hexdigest()[:24]
 
 
 EvidenceSource = Literal["code", "doc", "feedback", "verified", "test"]

@@ -1,7 +1,7 @@
 """The ports of the repair core. Each has a real implementation and an in-repo fake.
 
 - :class:`Retriever` (``indexing.retriever.HybridRetriever``; fake: tests)
-- :class:`Proposer` (``proposers.anthropic``, ``proposers.templates``, ``proposers.replay``)
+- :class:`Proposer` (``proposers.anthropic``, ``tier0.templates``, ``proposers.replay``)
 - ``Runner`` (``runners.base.Runner``: ``runners.sandbox.LocalSandbox``; fake: ``runners.fake.FakeRunner``)
 - ``Gate`` (``jobs.repair.gates``)
 - :class:`Clock` (wall time is read only through it, so replays are exact)

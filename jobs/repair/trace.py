@@ -12,6 +12,9 @@ bumped when a field changes meaning. :func:`load_trace` refuses newer versions. 
 (``timings``, ``duration_s``, ``created``, ``id``) are ignored by :func:`compare_outcomes`.
 """
 
+# Long (~1,000 lines): every trace record type with its to_json/from_json next to the others, so one
+# schema version covers them all (reading tolerant JSON lives in trace_read.py).
+
 from __future__ import annotations
 
 import json
@@ -24,13 +27,11 @@ from jobs.repair.diffing import diff_stats
 from jobs.repair.gates import gate_summary
 from jobs.repair.model import Edit, Evidence, Feedback, GateResult, Usage
 from jobs.repair.task import RepairTask
+from jobs.repair.trace_read import FORMAT, TRACE_VERSION, check_header, parse_json, verification_line
 from jobs.repair.workbench import CandidateRun, TestOutcome, failure_from_json, failure_to_json
 
 if TYPE_CHECKING:
     from indexing.model import Query, SearchHit
-
-TRACE_VERSION = 1
-FORMAT = "arcs-trace"
 
 
 # --- small codecs --------------------------------------------------------------------------------
@@ -550,11 +551,7 @@ class Trace:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Trace:
         """Parse a trace document; ValueError for another format or a newer version."""
-        if not isinstance(data, Mapping) or data.get("format") != FORMAT:
-            raise ValueError("not an ARCS trace (missing format: arcs-trace)")
-        version = data.get("version")
-        if not isinstance(version, int) or version < 1 or version > TRACE_VERSION:
-            raise ValueError(f"unsupported trace version {version!r} (this ARCS reads up to {TRACE_VERSION})")
+        version = check_header(data)
         return cls(
             id=str(data.get("id", "")),
             created=str(data.get("created", "")),
@@ -590,11 +587,10 @@ def dump_trace(trace: Trace) -> str:
 
 
 def load_trace(text: str) -> Trace:
-    """Parse :func:`dump_trace` output (ValueError when it is not a readable trace)."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"trace is not JSON: {exc}") from exc
+    """Parse :func:`dump_trace` output (ValueError when it is not a readable trace): the header
+    through :func:`jobs.repair.trace_read.check_header`, then every record strictly (replay needs
+    all of it; the dashboard reads the tolerant :class:`jobs.repair.trace_read.TraceDoc`)."""
+    data = parse_json(text)
     try:
         return Trace.from_json(data)
     except (KeyError, TypeError) as exc:
@@ -686,19 +682,6 @@ def render_summary(trace: Trace, *, trace_path: str = "") -> str:
     if trace_path:
         lines.append(f"trace:  {trace_path}")
     return "\n".join(lines)
-
-
-def verification_line(v: Mapping[str, Any]) -> str:
-    """``python -m pytest -x: exit 0 in 1.2s (5 passed, 0 failed)`` for a verification record."""
-    counts = f"{v.get('passed', 0)} passed, {v.get('failed', 0)} failed"
-    if v.get("errors"):
-        counts += f", {v.get('errors')} errors"
-    if v.get("timed_out"):
-        counts += ", timed out"
-    return (
-        f"`{v.get('command', '')}` exit {v.get('exit_code', '?')} in {float(v.get('duration_s', 0.0)):.1f}s "
-        f"({counts})"
-    )
 
 
 def _details(summary: str, body: str, *, open_: bool = False) -> str:

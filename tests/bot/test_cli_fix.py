@@ -100,9 +100,9 @@ def scripted_pytest(call: FakeCall) -> Execution:
 @pytest.fixture
 def fake_sandbox(monkeypatch: pytest.MonkeyPatch) -> Callable[[Runner], None]:
     def install(runner: Runner) -> None:
-        import runners.sandbox
+        import runners.factory
 
-        monkeypatch.setattr(runners.sandbox, "make_runner", lambda **_kwargs: runner)
+        monkeypatch.setattr(runners.factory, "make_runner", lambda **_kwargs: runner)
 
     return install
 

@@ -41,9 +41,9 @@ def fake_sandbox(monkeypatch: pytest.MonkeyPatch) -> Callable[[FakeRunner], list
             made.append(kwargs)
             return runner
 
-        import runners.sandbox
+        import runners.factory
 
-        monkeypatch.setattr(runners.sandbox, "make_runner", fake_make_runner)
+        monkeypatch.setattr(runners.factory, "make_runner", fake_make_runner)
         return made
 
     return install
@@ -200,18 +200,6 @@ def test_bad_arcs_yml_is_exit_2(
     repo = make_repo({".arcs.yml": "timeout_s: soon\n"})
     code, _, err = run_cli(["test", str(repo)], settings, capsys)
     assert code == 2 and "`timeout_s`" in err
-
-
-def test_toolchain_paths(tmp_path: Path) -> None:
-    venv, jdk = tmp_path / "venv", tmp_path / "jdk"
-    venv.mkdir()
-    jdk.mkdir()
-    got = test_cmd.toolchain_paths([jdk, jdk], prefix=str(venv), base_prefix="/usr", environ={})
-    assert got == [venv, jdk]
-    assert test_cmd.toolchain_paths(
-        [], prefix="/usr", base_prefix="/usr", environ={"VIRTUAL_ENV": str(venv)}
-    ) == [venv]
-    assert test_cmd.toolchain_paths([], prefix="/usr", base_prefix="/usr", environ={}) == []
 
 
 # --------------------------------------------------------------------------- arcs test (real sandbox)

@@ -199,6 +199,19 @@ def test_budget_above_the_sanity_bound() -> None:
     assert "at most" in err("/arcs fix budget=1000.01").message
 
 
+def test_the_help_text_names_the_limits_the_parser_enforces() -> None:
+    # One copy, in jobs.render: the worker posts the help text, the parser enforces its limits.
+    from jobs import render
+
+    assert HELP_TEXT is render.HELP_TEXT
+    assert f"${render.MAX_BUDGET_USD};" in HELP_TEXT
+    assert f"maximum iterations: {render.MAX_ITERATIONS}." in HELP_TEXT
+    assert ok(f"/arcs fix budget={render.MAX_BUDGET_USD}").budget_usd == render.MAX_BUDGET_USD
+    assert "at most" in err(f"/arcs fix budget={render.MAX_BUDGET_USD + Decimal('0.01')}").message
+    assert ok(f"/arcs fix iterations={render.MAX_ITERATIONS}").iterations == render.MAX_ITERATIONS
+    assert "iterations" in err(f"/arcs fix iterations={render.MAX_ITERATIONS + 1}").message
+
+
 @pytest.mark.parametrize("raw", ["0", "-3", "101", "2.5", "x", "\u0663"])  # U+0663: Arabic-Indic 3
 def test_bad_iterations(raw: str) -> None:
     assert "iterations" in err(f"/arcs fix iterations={raw}").message

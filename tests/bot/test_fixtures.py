@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from bot.handlers.registry import build_router
 from bot.handlers.views import read
-from bot.routing import build_router
 from tests.bot.webhook_support import FIXTURES, event_of
 
 STEMS = sorted(p.name.removesuffix(".json") for p in FIXTURES.glob("*.json"))

@@ -9,6 +9,7 @@ import pytest
 from bot.handlers.check_suite import run_completed, suite_completed
 from bot.routing import Decision
 from bot.settings import Settings
+from jobs.messages import RepairCiFailure
 from tests.bot.webhook_support import ctx, load, model
 
 SUITE = "check_suite.completed.failure"
@@ -26,18 +27,22 @@ def run(settings: Settings, **patches: Any) -> Decision:
 def test_failed_suite_enqueues_a_ci_repair(settings: Settings) -> None:
     (job,) = suite(settings).jobs
     assert job.actor == "repair_ci_failure"
-    assert job.args["source"] == "check_suite"
-    assert job.args["app_slug"] == "octocoders-ci"
-    assert job.args["head_branch"] == "changes"
-    assert job.args["check_suite_id"] == load(SUITE)["check_suite"]["id"]
-    assert job.args["retry_of"] is None
+    message = job.expect(RepairCiFailure)
+    assert message.source == "check_suite"
+    assert message.ci.app_slug == "octocoders-ci"
+    assert message.head_branch == "changes"
+    assert message.ci.check_suite_id == load(SUITE)["check_suite"]["id"]
+    assert message.ci.app_id == load(SUITE)["check_suite"]["app"]["id"]
+    assert message.retry_of is None and message.run_id is None
 
 
 def test_failed_run_enqueues_a_ci_repair(settings: Settings) -> None:
     (job,) = run(settings).jobs
-    assert job.args["source"] == "check_run"
-    assert job.args["check_run_id"] == load(RUN)["check_run"]["id"]
-    assert job.args["check_name"] == load(RUN)["check_run"]["name"]
+    message = job.expect(RepairCiFailure)
+    assert message.source == "check_run"
+    assert message.ci.check_run_id == load(RUN)["check_run"]["id"]
+    assert message.ci.check_name == load(RUN)["check_run"]["name"]
+    assert message.ci.html_url == load(RUN)["check_run"]["html_url"]
 
 
 def test_run_and_suite_of_one_commit_coalesce(settings: Settings) -> None:
@@ -72,4 +77,4 @@ def test_no_head_branch_is_refused(settings: Settings) -> None:
 
 def test_arcs_branch_is_a_retry(settings: Settings) -> None:
     (job,) = suite(settings, check_suite__head_branch="arcs/fix-1").jobs
-    assert job.args["retry_of"] == "arcs/fix-1"
+    assert job.expect(RepairCiFailure).retry_of == "arcs/fix-1"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from bot.handlers.issue_comment import created, edited
 from bot.routing import Decision
 from bot.settings import Settings
+from jobs.messages import Command, HandleCommand
 from tests.bot.webhook_support import ctx, load, model
 
 ISSUE = "issue_comment.created"
@@ -23,32 +25,33 @@ def test_fix_command(settings: Settings) -> None:
     (job,) = decide(settings, comment__body="/arcs fix tier=large budget=$3").jobs
     assert job.actor == "handle_command"
     payload = load(ISSUE)
-    assert job.args["command"] == {
-        "verb": "fix",
-        "tier": "large",
-        "budget_usd": "3",
-        "iterations": None,
-        "instructions": None,
-    }
-    assert job.args["error"] is None and job.args["refusal"] is None
-    assert job.args["issue_number"] == payload["issue"]["number"]
-    assert job.args["is_pull_request"] is False
-    assert job.args["comment_id"] == payload["comment"]["id"]
-    assert job.args["author"] == "Codertocat"
-    assert job.args["author_association"] == payload["comment"]["author_association"]
+    assert job.message == HandleCommand(
+        repo="Codertocat/Hello-World",
+        installation_id=payload.get("installation", {}).get("id"),
+        delivery_id="delivery-1",
+        number=payload["issue"]["number"],
+        is_pull_request=False,
+        comment_id=payload["comment"]["id"],
+        author="Codertocat",
+        author_association=payload["comment"]["author_association"],
+        command=Command(verb="fix", tier="large", budget_usd=Decimal(3)),
+        error=None,
+        refusal=None,
+    )
     assert job.idempotency_key == f"cmd:Codertocat/Hello-World:{payload['comment']['id']}"
 
 
 @pytest.mark.parametrize("verb", ["stop", "retry", "help"])
 def test_other_verbs(settings: Settings, verb: str) -> None:
     (job,) = decide(settings, comment__body=f"/arcs {verb}").jobs
-    assert job.args["command"]["verb"] == verb
+    command = job.expect(HandleCommand).command
+    assert command is not None and command.verb == verb
 
 
 def test_parse_errors_are_enqueued_for_a_reply(settings: Settings) -> None:
     (job,) = decide(settings, comment__body="/arcs fx").jobs
-    assert job.args["command"] is None
-    assert "Did you mean `fix`?" in job.args["error"]
+    assert job.expect(HandleCommand).command is None
+    assert "Did you mean `fix`?" in (job.expect(HandleCommand).error or "")
 
 
 def test_comment_without_a_command(settings: Settings) -> None:
@@ -82,33 +85,36 @@ def test_own_login_from_settings(settings: Settings) -> None:
 
 def test_comment_on_a_pull_request(settings: Settings) -> None:
     (job,) = decide(settings, PR, comment__body="/arcs retry").jobs
-    assert job.args["is_pull_request"] is True
+    assert job.expect(HandleCommand).is_pull_request is True
 
 
 def test_revise_on_an_arcs_pull_request(settings: Settings) -> None:
     body = "/arcs revise keep the API\nand add a test"
     (job,) = decide(settings, PR, comment__body=body, issue__user__login="arcs[bot]").jobs
-    assert job.args["command"]["verb"] == "revise"
-    assert job.args["command"]["instructions"] == "keep the API\nand add a test"
-    assert job.args["error"] is None
+    assert job.expect(HandleCommand).command == Command(
+        verb="revise", instructions="keep the API\nand add a test"
+    )
+    assert job.expect(HandleCommand).error is None
 
 
 def test_revise_on_someone_elses_pull_request(settings: Settings) -> None:
     (job,) = decide(settings, PR, comment__body="/arcs revise do it").jobs
-    assert job.args["command"] is None
-    assert "opened by ARCS" in job.args["error"] and "@Codertocat" in job.args["error"]
+    assert job.expect(HandleCommand).command is None
+    error = job.expect(HandleCommand).error or ""
+    assert "opened by ARCS" in error and "@Codertocat" in error
 
 
 def test_revise_on_an_issue(settings: Settings) -> None:
     (job,) = decide(settings, comment__body="/arcs revise do it").jobs
-    assert "not on issues" in job.args["error"]
+    assert "not on issues" in (job.expect(HandleCommand).error or "")
 
 
 def test_edited_comment_with_a_command_gets_a_polite_refusal(settings: Settings) -> None:
     stem = "issue_comment.edited"
     decision = edited(model(stem, comment__body="/arcs fix"), ctx(settings, stem))
     (job,) = decision.jobs
-    assert job.args["refusal"] == "edited" and job.args["command"] is None
+    message = job.expect(HandleCommand)
+    assert message.refusal == "edited" and message.command is None
     assert job.idempotency_key is not None and job.idempotency_key.endswith(":edited")
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from bot.handlers.issues import labeled
 from bot.routing import Decision
 from bot.settings import Settings
+from jobs.messages import RepairIssue
 from tests.bot.webhook_support import ctx, model
 
 STEM = "issues.labeled"
@@ -19,10 +20,10 @@ def decide(settings: Settings, *, delivery_id: str = "delivery-1", **patches: An
 def test_arcs_label_enqueues_an_issue_repair(settings: Settings) -> None:
     (job,) = decide(settings).jobs
     assert job.actor == "repair_issue"
-    assert job.args["issue_number"] == 1
-    assert job.args["label"] == "arcs"
-    assert job.args["title"] == "Spelling error in the README file"
-    assert job.args["sender"] == "Codertocat"
+    message = job.expect(RepairIssue)
+    assert (message.repo, message.issue_number, message.label) == ("Codertocat/Hello-World", 1, "arcs")
+    assert message.title == "Spelling error in the README file"
+    assert message.sender == "Codertocat"
     assert job.idempotency_key == "issue:Codertocat/Hello-World#1:delivery-1"
 
 
@@ -33,7 +34,7 @@ def test_label_match_is_case_insensitive(settings: Settings) -> None:
 def test_any_label_is_enqueued_for_the_worker_to_check_against_arcs_yml(settings: Settings) -> None:
     # A repository may configure another label in .arcs.yml; only the worker can read it.
     (job,) = decide(settings, label__name="autofix").jobs
-    assert job.actor == "repair_issue" and job.args["label"] == "autofix"
+    assert job.actor == "repair_issue" and job.expect(RepairIssue).label == "autofix"
 
 
 def test_labels_added_by_arcs_itself_are_ignored(settings: Settings) -> None:

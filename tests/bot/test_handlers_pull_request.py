@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from bot.handlers.pull_request import closed
 from bot.routing import Decision
 from bot.settings import Settings
+from jobs.messages import RecordPrOutcome
 from tests.bot.webhook_support import ctx, model
 
 
@@ -17,16 +19,17 @@ def decide(settings: Settings, stem: str = "pull_request.closed.merged", **patch
 def test_merged_arcs_branch_is_recorded(settings: Settings) -> None:
     (job,) = decide(settings, pull_request__head__ref="arcs/fix-7").jobs
     assert job.actor == "record_pr_outcome"
-    assert job.args["number"] == 2
-    assert job.args["merged"] is True
-    assert job.args["merged_at"] == "2019-05-15T15:21:18+00:00"
-    assert job.args["closed_at"] == "2019-05-15T15:21:18+00:00"
+    message = job.expect(RecordPrOutcome)
+    assert (message.number, message.merged, message.head_ref) == (2, True, "arcs/fix-7")
+    when = dt.datetime(2019, 5, 15, 15, 21, 18, tzinfo=dt.UTC)
+    assert message.merged_at == when and message.closed_at == when
+    assert job.args["merged_at"] == "2019-05-15T15:21:18+00:00"  # the v1 view jobs/pipeline.py reads
     assert job.idempotency_key == "pr-outcome:Codertocat/Hello-World#2:2019-05-15T15:21:18+00:00"
 
 
 def test_closed_unmerged_is_recorded_too(settings: Settings) -> None:
     (job,) = decide(settings, "pull_request.closed", pull_request__head__ref="arcs/fix-7").jobs
-    assert job.args["merged"] is False and job.args["merged_at"] is None
+    assert job.expect(RecordPrOutcome).merged is False and job.expect(RecordPrOutcome).merged_at is None
 
 
 def test_pull_request_opened_by_the_bot(settings: Settings) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 from bot.handlers.push import pushed
 from bot.routing import Decision
 from bot.settings import Settings
+from jobs.messages import RefreshIndex
 from tests.bot.webhook_support import ctx, load, model
 
 
@@ -21,9 +22,14 @@ def test_push_to_default_branch(settings: Settings) -> None:
     payload = load("push")
     (job,) = decide(settings, created=False, before=BEFORE).jobs
     assert job.actor == "refresh_index"
-    assert job.args["mode"] == "incremental"
-    assert job.args["before"] == BEFORE and job.args["after"] == payload["after"]
-    assert job.args["ref"] == "refs/heads/master"
+    assert job.message == RefreshIndex(
+        repo="Codertocat/Hello-World",
+        installation_id=payload.get("installation", {}).get("id"),
+        delivery_id="delivery-1",
+        after=payload["after"],
+        mode="incremental",
+        reason="push to the default branch",
+    )
     assert job.idempotency_key == f"index:Codertocat/Hello-World:incremental:{payload['after']}"
 
 
@@ -38,4 +44,4 @@ def test_deleted_default_branch(settings: Settings) -> None:
 
 def test_created_branch_has_no_usable_before(settings: Settings) -> None:
     (job,) = decide(settings).jobs  # the fixture as published: the branch was just created
-    assert job.args["mode"] == "full" and job.args["before"] is None
+    assert job.expect(RefreshIndex).mode == "full"

@@ -10,6 +10,7 @@ from bot.handlers.views import WorkflowRunCompleted, read
 from bot.handlers.workflow_run import completed
 from bot.routing import Decision
 from bot.settings import Settings
+from jobs.messages import CiRef, RepairCiFailure
 from tests.bot.webhook_support import ctx, load, model
 
 STEM = "workflow_run.completed.failure"
@@ -23,16 +24,27 @@ def test_failure_enqueues_a_ci_repair(settings: Settings) -> None:
     (job,) = decide(settings).jobs
     assert job.actor == "repair_ci_failure"
     assert job.idempotency_key == "ci:octo-org/octo-repo:workflow_run:289782451"
-    args = dict(job.args)
-    assert args["source"] == "workflow_run"
-    assert args["repo"] == "octo-org/octo-repo"
-    assert args["run_id"] == 289782451
-    assert args["head_branch"] == "master"
-    assert args["head_sha"] and args["html_url"].startswith("https://github.com/")
-    assert args["conclusion"] == "failure"
-    assert args["retry_of"] is None
-    assert args["watched_branches_checked"] is False
-    assert isinstance(args["pull_requests"], list)
+    message = job.expect(RepairCiFailure)
+    run = load(STEM)["workflow_run"]
+    assert message == RepairCiFailure(
+        repo="octo-org/octo-repo",
+        installation_id=load(STEM).get("installation", {}).get("id"),
+        delivery_id="delivery-1",
+        source="workflow_run",
+        head_sha=run["head_sha"],
+        head_branch="master",
+        run_id=289782451,
+        workflow_name=run["name"],
+        pull_requests=(),
+        retry_of=None,
+        ci=CiRef(
+            run_attempt=run["run_attempt"],
+            workflow_id=run["workflow_id"],
+            check_suite_id=run["check_suite_id"],
+            html_url=run["html_url"],
+        ),
+    )
+    assert message.ci.html_url and message.ci.html_url.startswith("https://github.com/")
     assert job.context["delivery_id"] == "delivery-1"
 
 
@@ -59,7 +71,7 @@ def test_fork_runs_are_never_repaired(settings: Settings) -> None:
 
 def test_arcs_branches_are_marked_as_retries(settings: Settings) -> None:
     (job,) = decide(settings, workflow_run__head_branch="arcs/fix-42").jobs
-    assert job.args["retry_of"] == "arcs/fix-42"
+    assert job.expect(RepairCiFailure).retry_of == "arcs/fix-42"
 
 
 def test_run_without_a_branch(settings: Settings) -> None:
@@ -71,7 +83,7 @@ def test_rerun_attempt_keeps_the_key(settings: Settings) -> None:
     first = decide(settings).jobs[0]
     second = decide(settings, workflow_run__run_attempt=2).jobs[0]
     assert first.idempotency_key == second.idempotency_key
-    assert second.args["run_attempt"] == 2
+    assert second.expect(RepairCiFailure).ci.run_attempt == 2
 
 
 def test_run_whose_head_repository_is_gone_is_never_repaired(settings: Settings) -> None:
@@ -85,5 +97,6 @@ def test_informational_fields_may_be_missing(settings: Settings) -> None:
     for key in ("name", "html_url", "run_attempt", "workflow_id", "check_suite_id", "pull_requests"):
         del data["workflow_run"][key]
     (job,) = completed(read(WorkflowRunCompleted, data), ctx(settings, STEM)).jobs
-    assert job.args["workflow_name"] is None and job.args["run_attempt"] is None
-    assert job.args["pull_requests"] == [] and job.args["run_id"] == data["workflow_run"]["id"]
+    message = job.expect(RepairCiFailure)
+    assert message.workflow_name is None and message.ci == CiRef()
+    assert message.pull_requests == () and message.run_id == data["workflow_run"]["id"]

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from bot.routing import build_router
+from bot.handlers.registry import build_router
 from bot.settings import Settings
 from bot.web.app import create_app
 from bot.web.fakes import ListEnqueuer, MemoryDeliveryStore

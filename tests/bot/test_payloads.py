@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from bot.github.payloads import (
+from jobs.config import ArcsConfigError
+from jobs.render import (
     BODY_BUDGET,
     MAX_CHECK_TEXT,
     PR_MARKER,
@@ -25,7 +26,6 @@ from bot.github.payloads import (
     status_marker,
     unrepairable_summary,
 )
-from bot.github.repo_config import ArcsConfigError
 
 DIFF = """\
 diff --git a/inventory/pricing.py b/inventory/pricing.py

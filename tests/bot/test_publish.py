@@ -10,7 +10,6 @@ import pytest
 from bot.github import GitHubError, RefusedPush
 from bot.github.client import GitHubApp, InstallationClient
 from bot.github.git import BotIdentity
-from bot.github.payloads import check_run_output, status_comment, status_marker
 from bot.github.publish import (
     add_issue_reaction,
     add_reaction,
@@ -22,6 +21,7 @@ from bot.github.publish import (
     update_check_run,
     upsert_status_comment,
 )
+from jobs.render import check_run_output, status_comment, status_marker
 from tests.fakes.github_double import GitHubDouble
 
 REPO = "acme/widgets"

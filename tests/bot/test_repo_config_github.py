@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from bot.errors import ConfigError
-from bot.github.repo_config import ArcsConfig, ArcsConfigError, load_arcs_config, parse_arcs_config
+from jobs.config import ArcsConfig, ArcsConfigError
+from jobs.config import load as load_arcs_config
+from jobs.config import parse as parse_arcs_config
 from jobs.repair.budget import Budget
 
 FULL = """

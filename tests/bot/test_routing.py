@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+import bot.routing
+from bot.handlers.registry import build_router
 from bot.handlers.views import PayloadInvalid, View
-from bot.routing import Decision, RouteContext, Router, build_router, enqueue, ignore
+from bot.routing import Decision, RouteContext, Router, enqueue, ignore
 from bot.settings import Settings
-from jobs.messages import CONTEXT_KEYS, JobRequest
+from jobs.messages import CONTEXT_KEYS, CiRef, Envelope, RefreshIndex, RepairCiFailure, RepairIssue
 from tests.bot.webhook_support import ctx, event_of, load
 
 
@@ -16,7 +18,9 @@ def test_app_routes_exactly_the_handled_events() -> None:
         ("check_run", "completed"),
         ("check_suite", "completed"),
         ("installation", "created"),
+        ("installation", "deleted"),
         ("installation_repositories", "added"),
+        ("installation_repositories", "removed"),
         ("issue_comment", "created"),
         ("issue_comment", "edited"),
         ("issues", "labeled"),
@@ -76,18 +80,25 @@ def test_overlapping_routers_are_a_bug() -> None:
         app.include(b)
 
 
-def test_route_context_job_carries_common_args_and_log_context(settings: Settings) -> None:
+def test_routing_composes_no_handler() -> None:
+    # The app's router lives in bot.handlers.registry: routing imports no handler (no cycle).
+    assert not hasattr(bot.routing, "build_router")
+
+
+def test_route_context_job_wraps_the_message_with_key_and_log_context(settings: Settings) -> None:
     c = RouteContext(settings, "d-1", "issues", installation_id=7, repo_full_name="o/r")
-    job = c.job("repair_issue", {"issue_number": 3}, key="k")
-    assert job == JobRequest(
-        actor="repair_issue",
-        args={"repo": "o/r", "installation_id": 7, "delivery_id": "d-1", "issue_number": 3},
+    message = RepairIssue(repo="o/r", installation_id=7, delivery_id="d-1", issue_number=3)
+    job = c.job(message, key="k")
+    assert job == Envelope.of(
+        message,
         context={"delivery_id": "d-1", "event": "issues", "installation_id": "7", "repo": "o/r"},
         idempotency_key="k",
     )
+    assert job.actor == "repair_issue" and job.message is message
     assert set(job.context) <= set(CONTEXT_KEYS)
-    other = c.job("refresh_index", {}, key="k2", repo="o/other")
-    assert other.args["repo"] == "o/other" and other.context["repo"] == "o/other"
+    # An installation event names other repositories than its own: the message's repo is logged.
+    other = c.job(RefreshIndex(repo="o/other", mode="full"), key="k2")
+    assert other.message.repo == "o/other" and other.context["repo"] == "o/other"
 
 
 def test_context_without_installation_or_repo(settings: Settings) -> None:
@@ -96,7 +107,7 @@ def test_context_without_installation_or_repo(settings: Settings) -> None:
 
 
 def test_decision_helpers() -> None:
-    job = JobRequest(actor="refresh_index")
+    job = Envelope.of(RefreshIndex(repo="o/r"))
     assert enqueue(job).jobs == (job,) and enqueue(job).queued
     assert ignore("why").reason == "why"
 
@@ -187,5 +198,6 @@ def test_fields_no_handler_reads_may_be_missing_extra_or_odd(settings: Settings)
         .route("workflow_run", "completed", minimal, ctx(settings, "workflow_run.completed.failure"))
         .jobs
     )
-    assert job.args["run_id"] == run["id"] and job.args["workflow_name"] is None
-    assert job.args["run_attempt"] is None and job.args["pull_requests"] == []
+    message = job.expect(RepairCiFailure)
+    assert message.run_id == run["id"] and message.workflow_name is None
+    assert message.ci == CiRef() and message.pull_requests == ()

@@ -427,7 +427,7 @@ def test_app_yml_is_least_privilege_and_commented() -> None:
 
 
 def test_every_routed_event_is_subscribed_or_always_delivered() -> None:
-    from bot.routing import build_router
+    from bot.handlers.registry import build_router
 
     always = {"installation", "installation_repositories", "ping"}
     assert build_router().events() <= set(load_manifest()["default_events"]) | always

@@ -18,6 +18,7 @@ from bot.web.app import create_app
 from bot.web.fakes import ListEnqueuer, MemoryDeliveryStore
 from bot.web.relay import Relay
 from bot.web.webhooks import MAX_BODY_BYTES, WebhookRejected, read_body
+from jobs.messages import Envelope, HandleCommand
 from tests.bot.webhook_support import (
     FIXTURES,
     encode,
@@ -117,14 +118,17 @@ def test_fixture_delivery(h: Harness, stem: str) -> None:
     h.settle()
     record = h.store.records["delivery-1"]
     assert record.status == ("enqueued" if status == "queued" else status)
-    assert (record.jobs or []) == [job.as_dict() for job in h.queue.jobs]  # the outbox
+    assert (record.jobs or []) == [job.to_json() for job in h.queue.jobs]  # the outbox
+    # The outbox holds typed messages (v1) that decode, validated, to what was enqueued.
+    assert [Envelope.from_json(json.loads(json.dumps(job))) for job in record.jobs or []] == h.queue.jobs
+    assert all(job["v"] == 1 and "body" in job for job in record.jobs or [])
     assert record.event == event_of(stem)
     if status == "ignored":
         assert body["reason"] and record.reason == body["reason"]
     for job in h.queue.jobs:
         assert job.context["delivery_id"] == "delivery-1"
         assert job.idempotency_key
-        json.dumps(job.as_dict())  # the message body must be JSON
+        json.dumps(job.to_json())  # the message body must be JSON
 
 
 def test_record_keeps_the_payload_digest_and_ids(h: Harness) -> None:
@@ -161,7 +165,8 @@ def test_command_comment_enqueues_handle_command(h: Harness) -> None:
     assert reply.json()["status"] == "queued"
     (job,) = h.queue.jobs
     assert job.actor == "handle_command"
-    assert job.args["command"]["tier"] == "small"
+    command = job.expect(HandleCommand).command
+    assert command is not None and command.tier == "small"
 
 
 # --- malformed input: 4xx and nothing recorded or enqueued -----------------------------------
@@ -474,6 +479,31 @@ def test_broker_down_then_the_relay_enqueues_without_a_redelivery(h: Harness) ->
     assert status_of(h, "delivery-1") == "enqueued"
     h.clock.now += h.store.grace_s + 1
     assert h.relay.sweep() == 0  # once
+
+
+OLD_OUTBOX_JOB = {
+    "actor": "repair_issue",
+    "args": {"repo": "o/r", "installation_id": 7, "delivery_id": "d-old", "issue_number": 3, "label": "arcs"},
+    "context": {"delivery_id": "d-old", "repo": "o/r"},
+    "idempotency_key": "issue:o/r#3:d-old",
+}
+"""A job in the outbox as the code before typed messages wrote it (v1 dict)."""
+
+
+def test_the_relay_decodes_old_outbox_rows_and_skips_jobs_that_never_decode(h: Harness) -> None:
+    h.relay.stop()  # the test drives the relay itself
+    h.queue.down = True
+    assert h.post("issues.labeled").json()["status"] == "recorded"
+    h.queue.down = False
+    record = h.store.records["delivery-1"]
+    fresh = list(record.jobs or [])
+    record.jobs = [OLD_OUTBOX_JOB, {**fresh[0], "v": 99}, *fresh]
+    h.clock.now += h.store.grace_s + 1
+    assert h.relay.sweep() == 1
+    old, new = h.queue.jobs
+    assert old == Envelope.from_json(OLD_OUTBOX_JOB) and old.to_json()["v"] == 1
+    assert new.to_json() == fresh[0]
+    assert status_of(h, "delivery-1") == "enqueued"
 
 
 def test_database_down_enqueues_nothing(h: Harness) -> None:

@@ -11,8 +11,9 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from bot.handlers.registry import build_router
 from bot.handlers.views import read
-from bot.routing import RouteContext, build_router
+from bot.routing import RouteContext
 from bot.settings import Settings
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "webhooks"

@@ -11,8 +11,9 @@ import indexing.index as index_mod
 from bot.errors import UsageError
 from bot.settings import Settings, load_settings
 from indexing.embed import HashEmbedder
-from indexing.index import RepoIndex, default_repo_id
+from indexing.index import RepoIndex
 from indexing.model import Query
+from indexing.retention import default_repo_id
 from indexing.store import QdrantStore
 from tests.conftest import MakeRepo, git, write_tree
 from tests.indexing.conftest import SAMPLE_FILES, OpenIndex

@@ -8,8 +8,9 @@ import pytest
 from bot.errors import ConfigError
 from bot.settings import Settings
 from indexing.embed import HashEmbedder
-from indexing.index import chunk_payload, collection_name, sparse_text
+from indexing.index import chunk_payload, sparse_text
 from indexing.model import Chunk
+from indexing.retention import collection_name
 from indexing.store import PointData, QdrantStore, StoreFilter, ancestor_dirs, point_id
 from indexing.tokens import SparseVec, document_vector, query_vector
 from tests.conftest import qdrant_folder_held

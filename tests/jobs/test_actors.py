@@ -16,10 +16,10 @@ from dramatiq.middleware import TimeLimitExceeded
 
 from bot.settings import Settings
 from bot.store.store import Store
-from jobs.actors import ACTOR_OPTIONS, declare_actors
+from jobs.actors import declare_actors
 from jobs.broker import QUEUES, BrokerEnqueuer, make_broker, make_message
 from jobs.fakes import FakeGitHubGateway, FakeRepairService
-from jobs.messages import JobRequest
+from jobs.messages import ACTOR_OPTIONS, DropIndex, Envelope, JobRequest, MessageInvalid
 from jobs.pipeline import Deps
 from jobs.worker import setup
 
@@ -63,7 +63,7 @@ def rig(settings: Settings, tmp_path: Path, migrated_db: Path) -> Iterator[Rig]:
     enqueuer = BrokerEnqueuer(broker)
     deps = Deps(settings=settings, store=store, github=lambda _i: gh, repair=repair, enqueue=enqueuer.enqueue)
     previous = dramatiq.broker.global_broker
-    setup(settings, lambda _settings, _broker: lambda: deps, broker=broker)
+    setup(broker, lambda _broker: lambda: deps)
     worker = dramatiq.Worker(broker, worker_timeout=50, worker_threads=2)
     worker.start()
     yield Rig(broker, worker, enqueuer, deps, gh, repair, store)
@@ -101,10 +101,11 @@ def test_every_actor_states_its_limits_and_queue(settings: Settings) -> None:
         assert actor.options["time_limit"] == options.time_limit > 0
         assert actor.options["max_age"] == options.max_age > 0
         # A repair that ran out of time is not retried; GitHub writes are.
-        timed_out_retried = "throws" not in actor.options
+        throws = actor.options["throws"]
+        timed_out_retried = TimeLimitExceeded not in throws
         assert timed_out_retried == (name in {"publish_result", "record_pr_outcome"})
-        if not timed_out_retried:
-            assert actor.options["throws"] == (TimeLimitExceeded,)
+        # A message that does not decode is never retried.
+        assert MessageInvalid in throws
     # Declaring binds to the given broker only; dramatiq's global broker is left alone.
     assert dramatiq.broker.global_broker is not broker
 
@@ -169,14 +170,36 @@ def test_the_log_context_is_rebound_in_the_worker(rig: Rig, captured: list[Mutab
     assert publish["pr_number"] == 100
 
 
-def test_a_message_that_exhausts_its_retries_is_recorded(rig: Rig) -> None:
-    broken = JobRequest("record_pr_outcome", {"repo": REPO, "delivery_id": "d-bad"}, context={"repo": REPO})
-    message = make_message(broken).copy(options={"max_retries": 0})
-    rig.broker.enqueue(message)
+def test_a_message_that_exhausts_its_retries_is_recorded(rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*_args: Any, **_kwargs: Any) -> bool:
+        raise KeyError("the store lost a column")
+
+    monkeypatch.setattr(rig.store, "set_pr_state", broken)
+    job = JobRequest(
+        "record_pr_outcome", {"repo": REPO, "delivery_id": "d-bad", "number": 3}, context={"repo": REPO}
+    )
+    rig.broker.enqueue(make_message(job).copy(options={"max_retries": 0}))
     rig.run_all()
     (event,) = rig.store.events(kind="job_failed")
     assert event.message.startswith("record_pr_outcome will not run again: KeyError")
     assert (event.repo, event.delivery_id) == (REPO, "d-bad")
+
+
+def test_a_message_that_does_not_decode_fails_at_once_with_a_reason(rig: Rig) -> None:
+    # The pre-typed shape without the `number` the worker needs: never retried (6 retries otherwise).
+    broken = JobRequest("record_pr_outcome", {"repo": REPO, "delivery_id": "d-bad"}, context={"repo": REPO})
+    rig.broker.enqueue(make_message(broken))
+    unknown = Envelope.of(DropIndex(repo=REPO, reason="removed"), context={"delivery_id": "d-v9"})
+    rig.broker.enqueue(make_message(unknown).copy(args=({**unknown.to_json(), "v": 9},)))
+    rig.run_all()
+    events = {e.delivery_id: e for e in rig.store.events(kind="job_failed")}
+    assert set(events) == {"d-bad", "d-v9"}
+    assert events["d-bad"].message == (
+        "record_pr_outcome will not run again: MessageInvalid: record_pr_outcome.number is missing"
+    )
+    assert events["d-bad"].repo == REPO
+    assert "unknown message version 9" in events["d-v9"].message
+    assert rig.store.attempts() == []
 
 
 def test_a_message_too_old_to_run_is_recorded(rig: Rig) -> None:
@@ -186,3 +209,32 @@ def test_a_message_too_old_to_run_is_recorded(rig: Rig) -> None:
     assert rig.repair.requests == []
     (event,) = rig.store.events(kind="job_failed")
     assert "max_age" in event.message and event.repo == REPO
+
+
+@dataclass
+class DroppingIndex:
+    """An index port that drops (records the repositories)."""
+
+    dropped: list[str]
+
+    def refresh(self, repo: str, workdir: Path, *, full: bool) -> dict[str, Any]:
+        raise AssertionError("not refreshed here")
+
+    def drop(self, repo: str) -> bool:
+        self.dropped.append(repo)
+        return True
+
+
+def test_drop_index_hands_the_typed_message_to_the_index_jobs(
+    rig: Rig, captured: list[MutableMapping[str, Any]]
+) -> None:
+    index = DroppingIndex([])
+    rig.deps.index = index
+    message = DropIndex(repo=REPO, installation_id=7, delivery_id="d-drop", reason="uninstalled")
+    rig.enqueuer.enqueue(
+        Envelope.of(message, context={"delivery_id": "d-drop", "repo": REPO}, idempotency_key="k")
+    )
+    rig.run_all()
+    assert index.dropped == [REPO]
+    done = next(e for e in captured if e["event"] == "job.done")
+    assert (done["job"], done["outcome"], done["delivery_id"]) == ("drop_index", "dropped", "d-drop")

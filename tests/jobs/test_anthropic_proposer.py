@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from jobs.llm_anthropic import AnthropicLLM
 from jobs.repair.budget import Budget
-from jobs.repair.llm import AnthropicLLM, estimate_tokens
+from jobs.repair.meter import input_tokens
 from jobs.repair.model import Edit, Evidence, Failure, Feedback, Frame, Usage
 from jobs.repair.ports import ProposalRequest, Proposer
 from jobs.repair.prompts import (
@@ -293,7 +294,7 @@ def test_max_tokens_is_fitted_to_the_remaining_tokens(
     server: FakeAnthropicServer, proposer: AnthropicProposer
 ) -> None:
     req = make_request()
-    estimate = estimate_tokens(proposer.build_request(req, "minimal", proposer.context_for(req)).chars) + 64
+    estimate = input_tokens(proposer.build_request(req, "minimal", proposer.context_for(req)).chars)
     server.enqueue(Reply.tool("propose_patch", GOOD_INPUT))
     proposer.propose(req, Budget(tokens=estimate + 1500))
     assert server.requests[0].body["max_tokens"] == 1500

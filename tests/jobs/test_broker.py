@@ -62,7 +62,7 @@ def job(actor: Any = "publish_result") -> JobRequest:
 def test_nothing_is_set_up_at_import_time() -> None:
     code = (
         "import dramatiq.broker as b\n"
-        "import jobs.broker, jobs.actors, jobs.worker, jobs.logctx, jobs.pipeline\n"
+        "import jobs.broker, jobs.actors, jobs.worker, jobs.logctx, jobs.pipeline, bot.worker_wiring\n"
         "assert b.global_broker is None, b.global_broker\n"
         "print('clean')\n"
     )
@@ -109,7 +109,7 @@ def test_the_stub_enqueuer_routes_jobs_to_their_actor_queue(tmp_path: Path) -> N
     broker: Any = enqueuer.broker
     assert type(broker).__name__ == "StubBroker"
     counts = {queue: broker.queues[queue].qsize() for queue in set(QUEUES.values())}
-    assert counts == {"arcs-repair": 3, "arcs-index": 1, "arcs-github": 2}
+    assert counts == {"arcs-repair": 3, "arcs-index": 2, "arcs-github": 2}  # refresh_index, drop_index
     message = dramatiq.Message.decode(broker.queues["arcs-github"].get())
     assert message.actor_name in {"publish_result", "record_pr_outcome"}
     assert list(message.args) == [job(message.actor_name).as_dict()]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from indexing.files import is_test_path
+from indexing.languages import is_test_path
 from jobs.repair.diffing import DiffStats, unified_diff
 from jobs.repair.edits import AppliedEdits, EditError, FileChange
 from jobs.repair.gates import (

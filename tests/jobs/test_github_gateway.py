@@ -13,9 +13,9 @@ from bot.github import GitHubError
 from bot.github.auth import COMMENT_PERMISSIONS, PUBLISH_PERMISSIONS, READ_PERMISSIONS
 from bot.github.client import GitHubApp
 from bot.github.gateway import AppGitHubGateway, gateway_factory
-from bot.github.payloads import status_comment
 from bot.settings import load_settings
 from jobs.ports import GitHubGateway
+from jobs.render import status_comment
 from tests.fakes.github_double import TEST_APP_ID, AppKey, GitHubDouble
 
 REPO = "acme/widgets"

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from jobs.llm_anthropic import DEFAULT_BASE_URL, AnthropicLLM
+from jobs.repair.fakes import ScriptedLLM
 from jobs.repair.llm import (
-    DEFAULT_BASE_URL,
-    AnthropicLLM,
     LLMError,
     LLMRequest,
     Message,
-    ScriptedLLM,
     ToolSpec,
     estimate_tokens,
     request_fingerprint,

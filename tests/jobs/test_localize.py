@@ -6,9 +6,9 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from indexing.files import is_test_path
+from indexing.languages import is_test_path
 from jobs.repair.model import Failure, Frame
-from jobs.repair.proposers.localize import (
+from jobs.repair.tier0.localize import (
     AFTER_FRAME,
     GUARD,
     GUARD_DECAY,
@@ -22,7 +22,7 @@ from jobs.repair.proposers.localize import (
     raise_at,
     raise_sites,
 )
-from jobs.repair.proposers.symbols import ParsedFile, SymbolTable, parse_file
+from jobs.repair.tier0.symbols import ParsedFile, SymbolTable, parse_file
 
 
 class DictSource:

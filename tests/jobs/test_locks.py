@@ -237,3 +237,21 @@ def test_an_unreachable_database_is_a_clear_error(tmp_path: Path) -> None:
     ):
         pass
     assert "octo/app" in caught.value.message
+
+
+def test_the_edge_injects_how_the_lock_connects(tmp_path: Path) -> None:
+    # jobs does not import the store: the edge may hand repo_lock the store's engine factory.
+    url = "postgresql://postgres@127.0.0.1:1/arcs"
+    settings = load_settings({"ARCS_HOME": str(tmp_path), "ARCS_DATABASE_URL": url})
+    asked: list[str] = []
+
+    def connect(wanted: str) -> Any:
+        asked.append(wanted)
+        return create_store_engine(wanted)
+
+    with (
+        pytest.raises(LockUnavailable, match="database is unreachable"),
+        repo_lock(settings, REPO, timeout_s=1, connect=connect),
+    ):
+        pass
+    assert asked == [url]

@@ -15,17 +15,18 @@ from jobs.repair.fakes import (
     FakeClock,
     FakeRetriever,
     FakeWorkbench,
+    ScriptedLLM,
     ScriptedProposer,
     outcome,
     replace_proposal,
 )
-from jobs.repair.llm import LLMError, ScriptedLLM, scripted_response
+from jobs.repair.llm import LLMError, scripted_response
 from jobs.repair.loop import LoopConfig, RepairLoop, RepairResult
 from jobs.repair.model import Edit, Failure, Frame, Proposal, Usage
 from jobs.repair.ports import ProposalRequest
-from jobs.repair.proposers.templates import TemplateProposer
 from jobs.repair.roles import CLARIFY_TOOL, PLAN_TOOL, TEST_TOOL, TEST_VERDICT_TOOL, VERDICT_TOOL
 from jobs.repair.task import RepairTask
+from jobs.repair.tier0.templates import TemplateProposer
 from jobs.repair.tiers import LARGE, MEDIUM, SMALL, TIER0, TierUnavailable, is_projection, resolve_tiers
 from jobs.repair.trace import compare_outcomes, dump_trace, load_trace
 from jobs.repair.workbench import TestOutcome

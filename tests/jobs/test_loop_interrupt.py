@@ -7,8 +7,7 @@ from pathlib import Path
 from bot.settings import Settings
 from jobs.fix import FixRequest, RecordedInterrupt, fix, replay
 from jobs.repair.budget import Budget
-from jobs.repair.fakes import FakeInterrupt, ScriptedProposer
-from jobs.repair.llm import ScriptedLLM
+from jobs.repair.fakes import FakeInterrupt, ScriptedLLM, ScriptedProposer
 from jobs.repair.trace import compare_outcomes, dump_trace, load_trace, render_markdown, render_summary
 from runners.fake import FakeRunner
 from tests.bot.test_cli_fix import fixture_repo, scripted_pytest

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.repair.proposers.mutations import (
+from jobs.repair.tier0.mutations import (
     CODE,
     MESSAGE,
     OPERATORS,
@@ -15,7 +15,7 @@ from jobs.repair.proposers.mutations import (
     mutate,
     swap_table,
 )
-from jobs.repair.proposers.symbols import ParsedFile, extract, parse_file
+from jobs.repair.tier0.symbols import ParsedFile, extract, parse_file
 
 PY = """LIMIT = 10
 RATE = 0.5

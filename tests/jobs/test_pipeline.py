@@ -11,14 +11,17 @@ from typing import Any
 
 import pytest
 
-from bot.github.repo_config import ArcsConfig, ArcsConfigError, Triggers
 from bot.settings import Settings
 from bot.store.store import Store
 from jobs import pipeline
+from jobs.config import ArcsConfig, ArcsConfigError, Triggers
 from jobs.fakes import FakeGitHubGateway, FakeIndexService, FakeRepairService
-from jobs.messages import JobRequest
+from jobs.messages import JobRequest, PublishResult
 from jobs.pipeline import Deps
-from jobs.ports import IssueInfo, PullRequestInfo, RepairOutcome, RepairRequest
+from jobs.plan import RepairPlan
+from jobs.ports import IssueInfo, PullRequestInfo
+from jobs.repair.report import RepairReport
+from jobs.repair.trace_read import Verification
 from runners.config import RepoConfig
 
 LOGS = Path(__file__).parents[1] / "fixtures" / "logs"
@@ -144,10 +147,15 @@ def test_a_ci_failure_is_repaired_and_published_once(h: Harness) -> None:
     assert attempt.branch == "arcs/fix/main" and attempt.base_branch == "main"
     assert attempt.title == "workflow_run failed on main"  # the dashboard's one-liner
     # The repair saw the checkout and the failure the log names.
-    (request,) = h.repair.requests
-    assert request.kind == "ci" and request.head_sha == SHA and request.failure_class == "test"
-    assert request.test_ids and (request.workdir / "README.md").is_file() is False  # removed afterwards
+    (plan,) = h.repair.requests
+    assert plan.kind == "ci" and plan.head_sha == SHA and plan.failure_class == "test"
+    assert plan.ci_tests and (plan.workdir / "README.md").is_file() is False  # removed afterwards
     assert [j.actor for j in h.queued] == ["publish_result"]
+    # The follow-up job carries a typed message, not an untyped dict.
+    (publish,) = h.queued
+    assert publish.body == PublishResult(
+        attempt_id=attempt.id, repo=REPO, installation_id=7, delivery_id="d-1"
+    )
 
     assert h.drain() == ["published"]
     (push,) = h.gh.calls_to("push_branch")
@@ -221,7 +229,7 @@ def test_a_non_repairable_failure_is_explained_when_the_repository_asks(h: Harne
 
 
 def test_a_repair_error_is_recorded_and_told_never_silent(h: Harness) -> None:
-    def explode(_request: RepairRequest) -> RepairOutcome:
+    def explode(_plan: RepairPlan) -> RepairReport:
         raise RuntimeError("sandbox exploded at /secret/path")
 
     h.repair.behaviour = explode
@@ -250,7 +258,7 @@ def test_an_unusable_github_gateway_is_recorded(h: Harness) -> None:
 
 
 def test_no_fix_is_reported_with_the_reason(h: Harness) -> None:
-    h.repair.outcome = RepairOutcome(
+    h.repair.outcome = RepairReport(
         verdict="budget_exhausted", fixed=False, reason="budget usd exhausted", tier="large"
     )
     assert pipeline.repair_ci_failure(h.deps, ci_job()) == "no_fix"
@@ -314,8 +322,9 @@ def test_an_issue_is_repaired_on_the_default_branch(h: Harness) -> None:
     h.gh.issues[42] = IssueInfo(42, "Totals are wrong", "Adding 1 and 1 gives 3.")
     h.gh.heads["main"] = "d" * 40
     assert pipeline.repair_issue(h.deps, issue_job()) == "fixed"
-    (request,) = h.repair.requests
-    assert (request.kind, request.issue_title, request.head_sha) == ("issue", "Totals are wrong", "d" * 40)
+    (plan,) = h.repair.requests
+    assert (plan.kind, plan.head_sha) == ("issue", "d" * 40)
+    assert plan.issue_text is not None and plan.issue_text.startswith("Totals are wrong\n\n")
     assert only_attempt(h.store).title == "Totals are wrong"
     assert h.drain() == ["published"]
     (opened,) = h.gh.calls_to("open_or_update_pr")
@@ -374,8 +383,9 @@ def test_random_labels_never_get_a_reply_even_with_a_broken_arcs_yml(h: Harness)
 
 def test_fix_on_an_issue_runs_with_the_command_options(h: Harness) -> None:
     assert pipeline.handle_command(h.deps, command_job("fix")) == "fixed"
-    (request,) = h.repair.requests
-    assert (request.kind, request.budget_usd, request.tier) == ("issue", 0.5, "auto")
+    (plan,) = h.repair.requests
+    # The command's budget; tier 0: the fake engine has no model (the request asked for `auto`).
+    assert (plan.kind, plan.budget.usd, plan.tier) == ("issue", 0.5, "0")
     assert h.gh.calls_to("add_reaction")[0]["content"] == "eyes"
     attempt = only_attempt(h.store)
     assert (
@@ -676,29 +686,21 @@ PARTIAL_REASON = (
 PATCH = "--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
 
 
-def partial(files: dict[str, str | None]) -> RepairOutcome:
-    return RepairOutcome(
+def partial(files: dict[str, str | None]) -> RepairReport:
+    return RepairReport(
         verdict="partial",
         fixed=False,
         reason=PARTIAL_REASON,
         patch=PATCH,
         files=files,
         tier="0",
-        trace_summary={
-            "pre_existing": ["tests/test_b.py::test_service"],
-            "verification": {
-                "command": "pytest -x",
-                "exit_code": 1,
-                "duration_s": 1.5,
-                "passed": 3,
-                "failed": 1,
-            },
-        },
+        pre_existing=("tests/test_b.py::test_service",),
+        verification=Verification(command="pytest -x", exit_code=1, duration_s=1.5, passed=3, failed=1),
     )
 
 
 def test_environment_is_shown_on_the_check_run_and_the_status_comment(h: Harness) -> None:
-    h.repair.outcome = RepairOutcome(verdict="environment", fixed=False, reason=HINT, tier="0")
+    h.repair.outcome = RepairReport(verdict="environment", fixed=False, reason=HINT, tier="0")
     assert pipeline.repair_ci_failure(h.deps, ci_job(prs=(5,))) == "environment"
     attempt = only_attempt(h.store)
     assert (attempt.status, attempt.verdict) == ("environment", "environment")

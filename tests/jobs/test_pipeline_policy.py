@@ -14,23 +14,24 @@ import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from bot.settings import Settings
 from bot.store.store import Store
-from jobs import pipeline
+from jobs import admission, pipeline
+from jobs.engine import EnginePorts, LoopRun
 from jobs.fakes import FakeGitHubGateway, FakeRepairService
-from jobs.fix import FixReport, FixRequest
-from jobs.messages import JobRequest
+from jobs.messages import JobRequest, Resume
 from jobs.pipeline import Deps
-from jobs.ports import IssueInfo, RepairOutcome, RepairRequest
-from jobs.repair.fakes import FakeClock, FakeWorkbench, ScriptedProposer, replace_proposal
-from jobs.repair.llm import ScriptedLLM
+from jobs.plan import RepairPlan
+from jobs.ports import IssueInfo
+from jobs.repair.fakes import FakeClock, FakeWorkbench, ScriptedLLM, ScriptedProposer, replace_proposal
 from jobs.repair.loop import RepairLoop
 from jobs.repair.model import Proposal
 from jobs.repair.ports import Interrupt, ProposalRequest
+from jobs.repair.report import RepairReport
 from jobs.repair.task import RepairTask
 from jobs.repair.trace import dump_trace
 from jobs.repair_service import FixRepairService
@@ -114,34 +115,38 @@ def costly(
 
 @dataclass
 class LoopFixer:
-    """``jobs.fix.fix`` replaced by the real loop on the fakes; records what it was given."""
+    """``jobs.engine.execute`` replaced by the real loop on the fakes; records the plans."""
 
     script: Callable[[ProposalRequest], list[Proposal]]
-    requests: list[FixRequest] = field(default_factory=list)
+    requests: list[RepairPlan] = field(default_factory=list)
     interrupts: list[Interrupt | None] = field(default_factory=list)
 
-    def __call__(self, settings: Settings, request: FixRequest, **ports: Any) -> FixReport:
-        self.requests.append(request)
-        interrupt = ports.get("interrupt")
-        self.interrupts.append(interrupt)
+    def __call__(self, plan: RepairPlan, ports: EnginePorts) -> LoopRun:
+        self.requests.append(plan)
+        self.interrupts.append(ports.interrupt)
         loop = RepairLoop(
             None,
             ScriptedProposer(self.script),
             FakeWorkbench(FILES, base=BASE, judge=judge),
             FakeClock(),
-            llm=ports.get("llm"),
-            interrupt=interrupt,
+            llm=ports.llm,
+            interrupt=ports.interrupt,
         )
-        result = loop.run(RepairTask(kind="ci", test_command="pytest"), request.budget, request.tier)
-        assert request.trace_out is not None
-        request.trace_out.parent.mkdir(parents=True, exist_ok=True)
-        request.trace_out.write_text(dump_trace(result.trace), encoding="utf-8")
-        return FixReport(result=result, trace_path=request.trace_out, applied=False, repo=request.repo)
+        result = loop.run(RepairTask(kind="ci", test_command="pytest"), plan.budget, plan.tier)
+        assert plan.trace_out is not None
+        plan.trace_out.parent.mkdir(parents=True, exist_ok=True)
+        plan.trace_out.write_text(dump_trace(result.trace), encoding="utf-8")
+        return LoopRun(result=result, trace_path=plan.trace_out, applied=False, repo=plan.workdir)
 
 
 def use_loop(h: Harness, fixer: LoopFixer) -> None:
     h.deps.repair = FixRepairService(
-        h.deps.settings, llm=ScriptedLLM([]), toolchains=(), use_index=False, parallel=1, fixer=fixer
+        cast(Settings, h.deps.settings),
+        llm=ScriptedLLM([]),
+        toolchains=(),
+        use_index=False,
+        parallel=1,
+        executor=fixer,
     )
 
 
@@ -318,7 +323,7 @@ def test_the_attempts_own_budget_binding_is_not_blamed_on_the_policy(h: Harness)
 def test_a_failed_repair_is_charged_its_reservation(h: Harness) -> None:
     h.store.set_policy("octo", monthly_usd=10.0, updated_by="admin")
 
-    def crash(_request: RepairRequest) -> RepairOutcome:
+    def crash(_plan: RepairPlan) -> RepairReport:
         raise RuntimeError("the sandbox fell over")
 
     h.repair.behaviour = crash
@@ -332,8 +337,8 @@ def test_a_failed_repair_is_charged_its_reservation(h: Harness) -> None:
 def test_a_fix_records_its_cost_and_drops_the_reservation(h: Harness) -> None:
     h.store.set_policy("octo", monthly_usd=10.0, updated_by="admin")
     assert pipeline.handle_command(h.deps, command_job("fix")) == "fixed"
-    (request,) = h.repair.requests
-    assert request.usd_cap == 0.5 and request.interrupt is not None
+    (plan,) = h.repair.requests
+    assert plan.budget.usd == 0.5 and h.repair.interrupts[0] is not None
     attempt = h.only_attempt()
     assert attempt.reserved_usd is None and attempt.cost_usd == pytest.approx(0.05)
 
@@ -359,6 +364,9 @@ def test_quiet_hours_defer_the_repair_with_a_notice_then_it_runs(h: Harness) -> 
     ((job, delay),) = h.later
     assert delay == dt.timedelta(hours=7) and job.actor == "repair_issue"
     assert job.idempotency_key == attempt.idempotency_key and job.args["deferred_attempt"] == attempt.id
+    # A typed message that names the attempt it takes over (not a dict with extra keys).
+    assert job.resume == Resume(attempt_id=attempt.id, until=dt.datetime(2026, 3, 3, 6, tzinfo=dt.UTC))
+    assert job.body == issue_job().message
 
     # The delayed message arrives when the quiet hours are over: the same attempt runs.
     h.clock.now = dt.datetime(2026, 3, 3, 6, 0, 5, tzinfo=dt.UTC)
@@ -400,7 +408,7 @@ def test_quiet_hours_ending_after_the_request_expires_are_refused(
 ) -> None:
     h.store.set_policy("octo", quiet_start=22, quiet_end=6, updated_by="admin")
     h.clock.now = NIGHT
-    monkeypatch.setattr(pipeline, "_max_age", lambda _actor: dt.timedelta(hours=4))
+    monkeypatch.setattr(admission, "_max_age", lambda _actor: dt.timedelta(hours=4))
     assert pipeline.repair_issue(h.deps, issue_job()) == "refused"
     attempt = h.only_attempt()
     assert attempt.reason == (

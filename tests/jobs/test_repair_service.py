@@ -1,8 +1,10 @@
-"""The real RepairService (jobs.fix on the pipeline's checkout) with a scripted pytest runner, and
-the attempt -> pull request body mapping the pipeline builds from what the service stored."""
+"""The worker's repair engine (:class:`jobs.engine.FixRepairService` running a
+:class:`jobs.plan.RepairPlan` on the pipeline's checkout) with a scripted pytest runner, the plan
+rules, and the attempt -> pull request body mapping publishing builds from the stored report."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -11,13 +13,17 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from bot.github import payloads
 from bot.settings import Settings
 from bot.store import open_store
-from jobs.pipeline import repair_summary
-from jobs.ports import RepairRequest
+from jobs import render
+from jobs.attempt import checkout_config
+from jobs.config import ArcsConfig, parse
+from jobs.engine import FixRepairService
+from jobs.plan import IndexRef, LLMRef, RepairPlan, RepairRequest, plan_for, tier_for
 from jobs.repair.budget import Budget
-from jobs.repair_service import FixRepairService, changed_files, worker_toolchains
+from jobs.repair.report import RepairReport
+from jobs.repair_service import changed_files, worker_toolchains
+from jobs.report_summary import attempt_summary
 from runners.fake import FakeRunner
 from tests.bot.test_cli_fix import TARGET, fixture_repo, scripted_pytest
 from tests.conftest import CreateDb, MakeRepo
@@ -41,7 +47,18 @@ def _service(settings: Settings, **kwargs: object) -> FixRepairService:
     return FixRepairService(settings, runner=runner, toolchains=(), use_index=False, parallel=1, **kwargs)  # type: ignore[arg-type]
 
 
-def test_a_ci_failure_is_repaired_at_tier_0_and_mapped_to_an_outcome(
+def _plan(service: FixRepairService, request: RepairRequest, config: ArcsConfig | None = None) -> RepairPlan:
+    """The worker's plan: the caller's `.arcs.yml`, else the checkout's (as jobs.attempt does)."""
+    return plan_for(
+        request, config if config is not None else checkout_config(request.workdir), service.defaults
+    )
+
+
+def _run(service: FixRepairService, request: RepairRequest, config: ArcsConfig | None = None) -> RepairReport:
+    return service.run(_plan(service, request, config))
+
+
+def test_a_ci_failure_is_repaired_at_tier_0_and_mapped_to_a_report(
     settings: Settings, tmp_path: Path
 ) -> None:
     repo = fixture_repo(tmp_path, "boundary")
@@ -53,51 +70,65 @@ def test_a_ci_failure_is_repaired_at_tier_0_and_mapped_to_an_outcome(
         test_command="pytest -q",
         tier="large",
     )
-    outcome = _service(settings).run(request)
+    report = _run(_service(settings), request)
 
-    assert outcome.fixed and outcome.verdict == "fixed" and outcome.tier == "0"  # no key: tier 0
-    assert "+    return age >= ADULT_AGE" in outcome.patch
-    assert set(outcome.files) == {"ages/rules.py"}
-    assert "age >= ADULT_AGE" in str(outcome.files["ages/rules.py"])
+    assert report.fixed and report.verdict == "fixed" and report.tier == "0"  # no key: tier 0
+    assert "+    return age >= ADULT_AGE" in report.patch
+    assert set(report.files) == {"ages/rules.py"}
+    assert "age >= ADULT_AGE" in str(report.files["ages/rules.py"])
     assert (
-        outcome.trace_path == str(tmp_path / "traces" / "attempt-7.json")
-        and Path(outcome.trace_path).is_file()
+        report.trace_path == str(tmp_path / "traces" / "attempt-7.json") and Path(report.trace_path).is_file()
     )
-    summary = outcome.trace_summary
-    assert summary["tests_before"]["failing"] == [TARGET] and summary["tests_before"]["failed"] == 1
-    assert summary["tests_after"] == {"passed": 3, "failed": 0, "errors": 0, "failing": []}
-    assert summary["target_tests"] == [TARGET] and summary["failure_class"] == "test"
-    assert any(g["gate"] and g["passed"] for g in summary["gates"])
-    assert "ARCS trace v" in summary["markdown"] and "### Patch" in summary["markdown"]
+    before, after = report.tests_before, report.tests_after
+    assert before is not None and before.failing == (TARGET,) and before.failed == 1
+    assert after is not None and (after.passed, after.failed, after.errors, after.failing) == (3, 0, 0, ())
+    assert report.target_tests == (TARGET,) and report.failure_class == "test"
+    assert any(g.gate and g.passed for g in report.gates)
+    assert "ARCS trace v" in report.trace_markdown and "### Patch" in report.trace_markdown
+    stored = report.to_json(with_files=False)  # what attempts.trace keeps: typed, versioned, no files
+    assert stored["files"] == {} and RepairReport.from_json(stored).target_tests == (TARGET,)
 
 
-def test_nothing_to_repair_is_an_outcome_without_files(settings: Settings, tmp_path: Path) -> None:
+def test_nothing_to_repair_is_a_report_without_files(settings: Settings, tmp_path: Path) -> None:
     repo = fixture_repo(tmp_path, "boundary")
     rules = repo / "ages" / "rules.py"
     rules.write_text(rules.read_text().replace("age > ADULT_AGE", "age >= ADULT_AGE"))
-    outcome = _service(settings).run(_request(repo, tmp_path / "traces"))
-    assert not outcome.fixed and outcome.verdict == "not_reproducible"
-    assert outcome.files == {} and outcome.patch == "" and outcome.reason
+    report = _run(_service(settings), _request(repo, tmp_path / "traces"))
+    assert not report.fixed and report.verdict == "not_reproducible"
+    assert report.files == {} and report.patch == "" and report.reason
 
 
 def test_tier_and_budget_come_from_the_request_then_arcs_yml(settings: Settings, tmp_path: Path) -> None:
-    from bot.github.repo_config import parse_arcs_config
-
-    config = parse_arcs_config("tier: small\nbudget: {usd: 0.5, iterations: 3}\n")
+    config = parse("tier: small\nbudget: {usd: 0.5, iterations: 3}\n")
     with_key = _service(settings.model_copy(update={"anthropic_api_key": SecretStr("sk-test")}))
     without = _service(settings)
     auto = _request(tmp_path, tmp_path, tier="auto")
     large = _request(tmp_path, tmp_path, tier="large", budget_usd=1.25)
-    assert with_key.tier_for(auto, config) == "small"
-    assert with_key.tier_for(large, config) == "large"
-    assert without.tier_for(large, config) == "0"
-    assert without.budget_for(auto, config) == Budget(usd=0.5, iterations=3)
-    assert without.budget_for(large, config) == Budget(usd=1.25, iterations=3)
+    assert with_key.defaults.llm is not None and without.defaults.llm is None
+    assert _plan(with_key, auto, config).tier == "small"
+    assert _plan(with_key, large, config).tier == "large"
+    assert _plan(without, large, config).tier == "0"
+    assert tier_for("large", config, has_llm=False) == "0"
+    assert _plan(without, auto, config).budget == Budget(usd=0.5, iterations=3)
+    assert _plan(without, large, config).budget == Budget(usd=1.25, iterations=3)
 
 
-def test_the_fix_request_for_an_issue_and_the_arcs_yml_test_command(
-    settings: Settings, tmp_path: Path
-) -> None:
+def test_the_plan_names_the_model_and_the_index_never_the_key(settings: Settings, tmp_path: Path) -> None:
+    keyed = settings.model_copy(update={"anthropic_api_key": SecretStr("sk-secret-123")})
+    service = FixRepairService(keyed, toolchains=(), parallel=1)
+    plan = _plan(service, _request(tmp_path, tmp_path, tier="large"), ArcsConfig())
+    assert plan.llm == LLMRef(keyed.model, keyed.anthropic_base_url) and plan.tier == "large"
+    assert plan.index == IndexRef("octo/ages", "a" * 40)  # the repository's own index, at its commit
+    assert "sk-secret-123" not in repr(plan)
+    ports = service.ports(plan)
+    assert ports.api_key == "sk-secret-123" and "sk-secret-123" not in repr(ports)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.tier = "0"  # type: ignore[misc]
+    tier0 = _plan(_service(settings), _request(tmp_path, tmp_path, tier="large"), ArcsConfig())
+    assert (tier0.tier, tier0.llm, tier0.index) == ("0", None, None)
+
+
+def test_the_plan_for_an_issue_and_the_arcs_yml_test_command(settings: Settings, tmp_path: Path) -> None:
     (tmp_path / ".arcs.yml").write_text("test: pytest -q tests\n")
     request = _request(
         tmp_path,
@@ -108,13 +139,15 @@ def test_the_fix_request_for_an_issue_and_the_arcs_yml_test_command(
         instructions="keep it small",
         test_command="make test",
     )
-    fix_request = _service(settings).fix_request(request)
-    assert fix_request.issue_text is not None
-    assert fix_request.issue_text.startswith("Eighteen is not adult\n\nis_adult(18) is False")
-    assert "keep it small" in fix_request.issue_text
-    assert fix_request.test_command is None  # .arcs.yml `test:` wins over the CI log's command
-    assert fix_request.apply and fix_request.tier == "0" and not fix_request.unsafe_no_sandbox
-    ci = _service(settings).fix_request(
+    plan = _plan(_service(settings), request)
+    assert plan.issue_text is not None
+    assert plan.issue_text.startswith("Eighteen is not adult\n\nis_adult(18) is False")
+    assert "keep it small" in plan.issue_text
+    assert plan.test_command is None  # .arcs.yml `test:` wins over the CI log's command
+    assert plan.repo_config.test == "pytest -q tests" and plan.config_source == ".arcs.yml@" + "a" * 40
+    assert plan.apply and plan.tier == "0" and not plan.unsafe_no_sandbox
+    ci = _plan(
+        _service(settings),
         _request(
             tmp_path / "nowhere",
             tmp_path,
@@ -122,7 +155,7 @@ def test_the_fix_request_for_an_issue_and_the_arcs_yml_test_command(
             failure_class="test",
             test_ids=("tests/test_a.py::test_x",),
             locations=(("src/a.py", 12),),
-        )
+        ),
     )
     assert ci.test_command == "make test" and ci.issue_text is None
     # What the CI log said reaches the loop's task: preferred targets and retrieval hints.
@@ -141,7 +174,7 @@ def test_worker_toolchains_and_changed_files(tmp_path: Path) -> None:
 
 def test_the_pull_request_body_is_built_from_the_stored_attempt(settings: Settings, tmp_path: Path) -> None:
     repo = fixture_repo(tmp_path, "boundary")
-    outcome = _service(settings).run(_request(repo, tmp_path / "traces", failure_class="test"))
+    report = _run(_service(settings), _request(repo, tmp_path / "traces", failure_class="test"))
     with open_store(settings) as store:
         attempt, _ = store.claim_attempt(
             "k", repo="octo/ages", trigger="ci", head_sha="a" * 40, head_branch="main", failure_class="test"
@@ -149,20 +182,20 @@ def test_the_pull_request_body_is_built_from_the_stored_attempt(settings: Settin
         attempt = store.update_attempt(
             attempt.id,
             status="fixed",
-            verdict=outcome.verdict,
-            tier=outcome.tier,
-            rounds=outcome.rounds,
-            patch=outcome.patch,
-            explanation=outcome.explanation or None,
-            trace=dict(outcome.trace_summary),
+            verdict=report.verdict,
+            tier=report.tier,
+            rounds=report.rounds,
+            patch=report.patch,
+            explanation=report.explanation or None,
+            trace=report.to_json(with_files=False),
         )
-    summary = repair_summary(attempt)
+    summary = attempt_summary(attempt)
     assert summary.fixed and summary.kind == "ci" and summary.target_tests == (TARGET,)
-    assert summary.tests_before == payloads.TestTally(passed=2, failed=1, failing=(TARGET,))
-    body = payloads.pr_body(summary)
+    assert summary.tests_before == render.TestTally(passed=2, failed=1, failing=(TARGET,))
+    body = render.pr_body(summary)
     assert "| Target tests (1) | ❌ 1 failed, 2 passed | ✅ 3 passed |" in body
     assert "<summary>Repair trace</summary>" in body and "ARCS trace v" in body
-    assert payloads.pr_title(summary) == f"ARCS: fix failing test {TARGET}"
+    assert render.pr_title(summary) == f"ARCS: fix failing test {TARGET}"
 
 
 @pytest.mark.parametrize(
@@ -178,9 +211,9 @@ def test_branch_names_are_pushable(parts: tuple[str, ...]) -> None:
 
 def test_default_wiring_uses_the_app_gateway_and_the_fix_service(settings: Settings) -> None:
     from bot.github.gateway import AppGitHubGateway, GatewayFactory
+    from bot.worker_wiring import NotWired, default_wiring
     from jobs.broker import make_broker
     from jobs.repair_service import RepoIndexService
-    from jobs.worker import NotWired, default_wiring
     from tests.fakes.github_double import TEST_APP_ID, generate_app_key
 
     broker = make_broker(settings)
@@ -206,14 +239,14 @@ def test_default_wiring_uses_the_app_gateway_and_the_fix_service(settings: Setti
 
 
 def test_the_policy_grant_caps_the_usd_budget_and_only_lowers_it(settings: Settings, tmp_path: Path) -> None:
-    from bot.github.repo_config import parse_arcs_config
-
-    config = parse_arcs_config("budget: {usd: 0.5}\n")
+    config = parse("budget: {usd: 0.5}\n")
     service = _service(settings)
-    assert service.budget_for(_request(tmp_path, tmp_path, usd_cap=0.2), config).usd == 0.2
-    assert service.budget_for(_request(tmp_path, tmp_path, usd_cap=3.0), config).usd == 0.5
-    assert service.budget_for(_request(tmp_path, tmp_path, usd_cap=0.2), config).iterations == 5
-    assert service.own_budget(_request(tmp_path, tmp_path, usd_cap=0.2), config).usd == 0.5
+    assert _plan(service, _request(tmp_path, tmp_path, usd_cap=0.2), config).budget.usd == 0.2
+    assert _plan(service, _request(tmp_path, tmp_path, usd_cap=3.0), config).budget.usd == 0.5
+    assert _plan(service, _request(tmp_path, tmp_path, usd_cap=0.2), config).budget.iterations == 5
+    capped = _plan(service, _request(tmp_path, tmp_path, usd_cap=0.2), config)
+    assert capped.budget_own.usd == 0.5 and capped.usd_capped
+    assert not _plan(service, _request(tmp_path, tmp_path, usd_cap=3.0), config).usd_capped
 
 
 # --- the runner the settings choose (ARCS_RUNNER) ------------------------------------------------
@@ -233,7 +266,7 @@ def test_docker_settings_run_the_repair_in_containers(
     settings = docker_settings(tmp_path, ARCS_RUNNER_IMAGE="arcs-runner:0.1.0", ARCS_RUNNER_RUNTIME="runsc")
     repo = fixture_repo(tmp_path, "boundary")
     service = FixRepairService(settings, use_index=False, parallel=1)  # no injected runner
-    outcome = service.run(_request(repo, tmp_path / "traces", failure_class="test", test_ids=(TARGET,)))
+    outcome = _run(service, _request(repo, tmp_path / "traces", failure_class="test", test_ids=(TARGET,)))
 
     assert outcome.fixed and set(outcome.files) == {"ages/rules.py"}, outcome.reason
     runs = [call for call in docker_calls(log) if call[0] == "run"]
@@ -309,7 +342,7 @@ def test_docker_without_an_image_is_a_config_error_at_use(settings: Settings, tm
     docker = settings.model_copy(update={"runner": "docker"})  # loads fine: checked where it is used
     repo = fixture_repo(tmp_path, "boundary")
     with pytest.raises(ConfigError, match="ARCS_RUNNER=docker needs ARCS_RUNNER_IMAGE"):
-        FixRepairService(docker, use_index=False, toolchains=()).run(_request(repo, tmp_path / "traces"))
+        _run(FixRepairService(docker, use_index=False, toolchains=()), _request(repo, tmp_path / "traces"))
 
 
 # --- index refreshes: one at a time per repository, across processes -------------------------------
@@ -353,6 +386,36 @@ def test_an_index_refresh_takes_the_advisory_lock_on_the_store_engine(
 
 def test_open_pr_on_partial_asks_the_fix_to_apply_a_partial_patch(settings: Settings, tmp_path: Path) -> None:
     request = _request(tmp_path, tmp_path / "traces", test_command="pytest -x")
-    assert _service(settings).fix_request(request).apply_partial is False
+    assert _plan(_service(settings), request).apply_partial is False
     (tmp_path / ".arcs.yml").write_text("open_pr_on_partial: true\n")
-    assert _service(settings).fix_request(request).apply_partial is True
+    assert _plan(_service(settings), request).apply_partial is True
+
+
+def test_one_ci_repair_reads_arcs_yml_once_and_uses_the_callers_read(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The caller read `.arcs.yml` at head_sha: the engine parses nothing; without one (a command)
+    the checkout's file is parsed once (before #12: three times, with two schemas)."""
+    import jobs.config
+
+    repo = fixture_repo(tmp_path, "boundary")
+    (repo / ".arcs.yml").write_text("test: pytest -q\nbudget: {usd: 0.5, iterations: 3}\n")
+    parsed: list[str] = []
+    real = jobs.config._runner_part
+
+    def counting(text: str, path: Path) -> object:
+        parsed.append(text)
+        return real(text, path)
+
+    config = jobs.config.parse((repo / ".arcs.yml").read_text())  # the caller's one read
+    monkeypatch.setattr(jobs.config, "_runner_part", counting)
+    request = _request(repo, tmp_path / "traces", failure_class="test", test_ids=(TARGET,), usd_cap=0.2)
+    report = _run(_service(settings), request, config)
+    assert parsed == [] and report.fixed
+    assert report.budget is not None and report.budget.usd == 0.2 and report.usd_capped  # 0.5, capped once
+
+    other = fixture_repo(tmp_path / "cli", "boundary")
+    (other / ".arcs.yml").write_text("test: pytest -q\nbudget: {usd: 0.5, iterations: 3}\n")
+    report = _run(_service(settings), _request(other, tmp_path / "traces2", failure_class="test"))
+    assert len(parsed) == 1 and report.fixed and report.budget is not None
+    assert report.budget.usd == 0.5 and not report.usd_capped

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from jobs.llm_anthropic import AnthropicLLM
 from jobs.repair.budget import Budget
-from jobs.repair.llm import AnthropicLLM, LLMRequest, Message, request_fingerprint
+from jobs.repair.llm import LLMRequest, Message, request_fingerprint
 from jobs.repair.model import Evidence
 from jobs.repair.ports import Proposer
 from jobs.repair.proposers.anthropic import AnthropicProposer

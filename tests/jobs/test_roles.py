@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from jobs.repair.llm import AnthropicLLM, LLMError
+from jobs.llm_anthropic import AnthropicLLM
+from jobs.repair.llm import LLMError
 from jobs.repair.model import Evidence, Failure, Feedback
 from jobs.repair.prompts import load_prompt
 from jobs.repair.roles import (

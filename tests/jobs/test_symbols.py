@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from jobs.repair.proposers.symbols import (
+from jobs.repair.tier0.symbols import (
     FileSymbols,
     SymbolTable,
     closest,

@@ -12,8 +12,8 @@ import pytest
 
 from indexing.model import Chunk, Query, SearchHit
 from jobs.repair.budget import Budget
-from jobs.repair.fakes import FakeClock, FakeRetriever, FakeWorkbench, outcome
-from jobs.repair.llm import ScriptedLLM, scripted_response
+from jobs.repair.fakes import FakeClock, FakeRetriever, FakeWorkbench, ScriptedLLM, outcome
+from jobs.repair.llm import scripted_response
 from jobs.repair.loop import RepairLoop, RepairResult
 from jobs.repair.model import Failure, Frame
 from jobs.repair.proposers.anthropic import PROPOSE_TOOL, AnthropicProposer

@@ -180,6 +180,7 @@ def test_a_worker_fails_fast_when_the_broker_is_down(
 
 @pytest.mark.usefixtures("restore_global_broker")
 def test_serve_processes_jobs_until_stopped(tmp_path: Path) -> None:
+    from bot.worker_wiring import worker_spec
     from jobs.worker import serve
 
     reason = _redis_unreachable()
@@ -193,7 +194,9 @@ def test_serve_processes_jobs_until_stopped(tmp_path: Path) -> None:
     enqueuer.enqueue(JobRequest("record_pr_outcome", {"repo": REPO, "number": 3, "merged": False}))
     stop = threading.Event()
     codes: list[int] = []
-    runner = threading.Thread(target=lambda: codes.append(serve(settings, threads=1, stop=stop, grace_s=2)))
+    runner = threading.Thread(
+        target=lambda: codes.append(serve(worker_spec(settings), threads=1, stop=stop, grace_s=2))
+    )
     runner.start()
     try:
         with open_store(settings) as store:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bot.errors import ArcsError, ConfigError
-from runners.config import RepoConfig, load_repo_config, parse_repo_config
+from jobs.config import RepoConfig, load_repo_config, parse_repo_config
 
 
 def test_missing_file_gives_defaults(tmp_path: Path) -> None:

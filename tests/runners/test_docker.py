@@ -112,7 +112,7 @@ def test_engine_timeout_kills_the_container(engine: DockerRunner, tmp_path: Path
 
 
 def test_settings_factory_checks_a_real_engine(engine: DockerRunner) -> None:
-    from runners.sandbox import make_runner
+    from runners.factory import make_runner
 
     runner = make_runner(kind="docker", image="python:3.11-slim", docker=engine.docker)
     assert isinstance(runner, DockerRunner) and runner.options.image == "python:3.11-slim"

@@ -16,6 +16,7 @@ import pytest
 
 from bot.errors import ArcsError, UsageError
 from runners.base import Runner
+from runners.factory import make_runner
 from runners.limits import (
     Limits,
     _Capture,
@@ -31,7 +32,6 @@ from runners.sandbox import (
     SandboxUnavailable,
     UnsafeLocalRunner,
     collect_artifacts,
-    make_runner,
     sandbox_env,
 )
 

@@ -1,4 +1,4 @@
-"""``runners.sandbox.make_runner``: settings -> runner (bubblewrap, docker, unsafe) and its errors.
+"""``runners.factory.make_runner``: settings -> runner (bubblewrap, docker, unsafe) and its errors.
 
 No container engine is needed: :func:`fake_docker` writes a ``docker`` executable that answers
 ``docker info`` as a reachable (or unreachable) engine would and records every call; with
@@ -21,7 +21,8 @@ import pytest
 from bot.errors import ConfigError
 from bot.settings import Settings, load_settings
 from runners.docker import DockerRunner
-from runners.sandbox import SANDBOX_WORKDIR, SandboxUnavailable, UnsafeLocalRunner, make_runner
+from runners.factory import make_runner
+from runners.sandbox import SANDBOX_WORKDIR, SandboxUnavailable, UnsafeLocalRunner
 
 UNREACHABLE = (
     "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"
@@ -239,7 +240,7 @@ def test_unsafe_no_sandbox_wins_over_the_docker_setting(
 def test_bubblewrap_settings_give_a_checked_sandbox_with_the_toolchains(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import runners.sandbox
+    import runners.factory
     from jobs.fix import _make_runner
 
     made: list[tuple[Path, ...]] = []
@@ -256,7 +257,7 @@ def test_bubblewrap_settings_give_a_checked_sandbox_with_the_toolchains(
         def check(self) -> None:
             RecordingSandbox.checked = True
 
-    monkeypatch.setattr(runners.sandbox, "LocalSandbox", RecordingSandbox)
+    monkeypatch.setattr(runners.factory, "LocalSandbox", RecordingSandbox)
     runner = _make_runner(settings, False, (Path("/opt/venv"),))
     assert isinstance(runner, RecordingSandbox) and RecordingSandbox.checked
     assert made == [(Path("/opt/venv"),)]

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from bot.errors import ConfigError
-from bot.github.repo_config import parse_arcs_config
 from bot.settings import load_settings
-from runners.config import parse_repo_config
+from jobs.config import parse as parse_arcs_config
+from jobs.config import parse_repo_config
 from runners.docker import DockerOptions, DockerRunner
 from runners.egress import RELAY_DIR, EgressPolicy
 from runners.limits import Limits

@@ -1,3 +1,3 @@
-"""Candidate-patch proposers of the repair loop (tier 0 templates, LLM proposers, replay)."""
+"""Candidate-patch proposers of the repair loop (LLM proposers, replay; tier 0 lives in jobs.repair.tier0)."""
 
 from __future__ import annotations

@@ -12,9 +12,10 @@ call's real usage is known before the next one is budgeted, the shared context b
 by the first call, and replays see the calls in a fixed order. ``n`` is capped at the number of
 variants (without sampling temperature, repeating a variant would repeat its answer).
 
-Budget: before each call the input is estimated at chars/4 (priced as a cache write, the dearer
-case) and ``max_tokens`` is lowered so that input + output fit the remaining tokens and USD; when
-fewer than ``min_output_tokens`` would remain, no call is made (``last_budget_stop`` says why).
+Budget: the calls are metered by a :class:`~jobs.repair.meter.BudgetMeter` over the budget
+offered, the same estimate the loop's role calls use (input chars/3 + 128, priced as a cache write,
+the dearer case): ``max_tokens`` is lowered so that input + output fit the remaining tokens and USD;
+when fewer than ``min_output_tokens`` would remain, no call is made (``last_budget_stop`` says why).
 
 Never raises for model trouble: a failed call is recorded in ``last_errors`` and ends the
 round's calls; an unusable answer becomes a :class:`Proposal` without edits whose explanation
@@ -28,10 +29,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from jobs.repair.budget import Budget
-from jobs.repair.llm import LLM, LLMError, LLMRequest, LLMResponse, Message, ToolSpec, estimate_tokens
+from jobs.repair.llm import LLM, LLMError, LLMRequest, LLMResponse, Message, ToolSpec
+from jobs.repair.meter import BudgetMeter
 from jobs.repair.model import Edit, EditKind, Proposal
 from jobs.repair.ports import ProposalRequest
-from jobs.repair.pricing import PriceTable, price_for
+from jobs.repair.pricing import PriceTable
 from jobs.repair.prompts import PackedContext, load_prompt, pack_context, render
 from jobs.repair.roles import normalize_repo_path, tool_input
 
@@ -40,8 +42,6 @@ VARIANTS: tuple[str, ...] = ("minimal", "root_cause", "test_expectation", "calle
 
 NO_EDITS = "model returned no usable edits"
 EDIT_KINDS: tuple[EditKind, ...] = ("replace", "create", "insert")
-# Wire overhead of a request beyond its text (JSON keys, tool schema framing), in tokens.
-_REQUEST_OVERHEAD_TOKENS = 64
 
 PROPOSE_TOOL = ToolSpec(
     name="propose_patch",
@@ -212,24 +212,6 @@ class AnthropicProposer:
             purpose=f"propose:{variant}",
         )
 
-    # -- budget --------------------------------------------------------------------------------
-
-    def _fit_output(
-        self, llm_request: LLMRequest, tokens_left: int, usd_left: float
-    ) -> tuple[int, str | None]:
-        """Output tokens affordable for this request, and the binding dimension if too few."""
-        input_tokens = estimate_tokens(llm_request.chars) + _REQUEST_OVERHEAD_TOKENS
-        by_tokens = tokens_left - input_tokens
-        if by_tokens < self.min_output_tokens:
-            return max(0, by_tokens), "tokens"
-        price = price_for(self.llm.model, self._price_table)
-        input_usd = input_tokens * max(price.input, price.cache_write) / 1_000_000
-        per_output = price.output / 1_000_000
-        by_usd = int((usd_left - input_usd) / per_output) if per_output > 0 else by_tokens
-        if by_usd < self.min_output_tokens:
-            return max(0, by_usd), "usd"
-        return min(self.max_output_tokens, by_tokens, by_usd), None
-
     # -- propose -------------------------------------------------------------------------------
 
     def propose(self, request: ProposalRequest, remaining: Budget) -> list[Proposal]:
@@ -242,16 +224,16 @@ class AnthropicProposer:
             return []
         context = self.context_for(request)
         self.last_context = context
-        tokens_left, usd_left = remaining.tokens, remaining.usd
+        meter = BudgetMeter(remaining, price_table=self._price_table)
         proposals: list[Proposal] = []
         for variant in variants:
             llm_request = self.build_request(request, variant, context)
-            max_tokens, stop = self._fit_output(llm_request, tokens_left, usd_left)
-            if stop is not None:
-                self.last_budget_stop = stop
+            fit = meter.affordable_output(llm_request, self.llm.model, minimum=self.min_output_tokens)
+            if fit.short is not None:
+                self.last_budget_stop = fit.short
                 break
             try:
-                response = self.llm.complete(replace(llm_request, max_tokens=max_tokens))
+                response = self.llm.complete(replace(llm_request, max_tokens=fit.max_tokens))
             except LLMError as exc:
                 self.last_errors.append(exc)
                 break
@@ -259,8 +241,7 @@ class AnthropicProposer:
                 self.last_warnings.append(
                     f"model {response.model!r} is not in pricing.json; costs use the conservative default price"
                 )
-            tokens_left -= response.usage.tokens
-            usd_left -= response.usage.usd
+            meter.charge(response.usage)
             proposals.append(self.to_proposal(response, variant))
         return proposals
 

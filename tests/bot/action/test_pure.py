@@ -103,7 +103,7 @@ def test_sandbox_falls_back_to_unsandboxed_only_when_allowed(
     def unavailable(**_kwargs: object) -> None:
         raise runners.sandbox.SandboxUnavailable("bubblewrap (bwrap) is not installed")
 
-    monkeypatch.setattr(runners.sandbox, "make_runner", unavailable)
+    monkeypatch.setattr("runners.factory.make_runner", unavailable)
 
     def env(mode: str) -> ActionEnv:
         return ActionEnv(

@@ -227,11 +227,11 @@ def make_trace(now: dt.datetime) -> dict[str, Any]:
         FakeClock,
         FakeRetriever,
         FakeWorkbench,
+        ScriptedLLM,
         ScriptedProposer,
         outcome,
         replace_proposal,
     )
-    from jobs.repair.llm import ScriptedLLM
     from jobs.repair.loop import LoopConfig, RepairLoop
     from jobs.repair.model import Failure, Frame
     from jobs.repair.task import RepairTask

@@ -1,7 +1,11 @@
-"""The full ``.arcs.yml`` schema the App reads from a repository's default branch.
+"""The one ``.arcs.yml`` schema: what a repository can say to ARCS, and its two readers.
 
-``test``, ``setup``, ``timeout_s``, ``memory_mb`` and ``setup_network`` are parsed by :func:`runners.config.parse_repo_config`
-(one parser for the CLI and the App); this module adds the App's keys and rejects unknown ones::
+:func:`parse` reads the whole file the App's way: every key is validated and an unknown key is an
+error with a did-you-mean (a typo must not silently turn a setting off). :func:`parse_repo_config`
+reads only the runner keys (``test``, ``setup``, ``timeout_s``, ``memory_mb``, ``setup_network``)
+and keeps the rest in :attr:`runners.config.RepoConfig.extra`: the CLI on a local folder uses it, so
+a newer config does not break an older ``arcs test``. Runners never read the file; they get a
+:class:`runners.config.RepoConfig` (plain values) from here::
 
     triggers:                 # which events start a repair (all on by default)
       ci: true                #   a failed workflow run
@@ -9,11 +13,12 @@
       comments: true          #   "/arcs fix" in a comment
     label: arcs               # the issue label that asks for a repair
     branches: ["main", "release/*"]   # CI failures on these branches are repaired (globs; default: all)
-    setup: pip install -e .
-    test: python -m pytest -q
-    timeout_s: 900
-    memory_mb: 4096
-    setup_network: {allow: [npm.example.com]}   # hosts setup may reach besides the registries
+    setup: pip install -e .   # run before the tests; a string or a list of commands
+    test: python -m pytest -q # the test command (wins over CI and conventions)
+    timeout_s: 900            # wall-clock limit for one test run
+    memory_mb: 4096           # memory limit for one test run
+    setup_network:            # hosts `setup` may reach besides the package registries
+      allow: [npm.example.com, "*.example.org:8443"]   # public addresses only (runners.egress)
     tier: auto                # 0 | small | medium | large | auto
     budget: {iterations: 5, usd: 2.0, wall_s: 1800}
     max_prs_per_day: 5        # per repository
@@ -27,8 +32,8 @@
     open_pr_on_partial: false    # open a PR when the targets pass but the command still fails on
                                  # tests that already failed before (verdict `partial`)
 
-Errors name the key: ``.arcs.yml: budget.usd: expected a number, got 'lots'``; an unknown key is an
-error with a did-you-mean (a typo must not silently turn a setting off).
+Errors name the key: ``.arcs.yml: budget.usd: expected a number, got 'lots'``
+(:class:`ArcsConfigError`, a :class:`~jobs.repair.errors.ConfigError`).
 """
 
 from __future__ import annotations
@@ -41,11 +46,141 @@ from pathlib import Path
 from typing import Any
 
 import pathspec
+import yaml
 
-from bot.errors import ConfigError
 from jobs.repair.budget import Budget
+from jobs.repair.errors import ConfigError
 from jobs.repair.tiers import TIER_REQUESTS, TierRequest
-from runners.config import CONFIG_NAMES, RepoConfig, parse_repo_config
+from runners.config import RepoConfig
+
+__all__ = [
+    "BUDGET_KEYS",
+    "CONFIG_NAMES",
+    "DEFAULT_DENIED",
+    "PATHS_KEYS",
+    "RUNNER_KEYS",
+    "TOP_KEYS",
+    "TRIGGER_KEYS",
+    "ArcsConfig",
+    "ArcsConfigError",
+    "BudgetConfig",
+    "PathsConfig",
+    "RepoConfig",
+    "Triggers",
+    "from_repo_config",
+    "load",
+    "load_repo_config",
+    "parse",
+    "parse_repo_config",
+]
+
+CONFIG_NAMES: tuple[str, ...] = (".arcs.yml", ".arcs.yaml")
+
+# --------------------------------------------------------------------------- the runner keys
+
+
+def _where(path: Path, key: str) -> str:
+    return f"{path.name}: `{key}`"
+
+
+def _command(path: Path, key: str, value: object, *, allow_list: bool) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            raise ConfigError(f"{_where(path, key)} is empty; remove it or give a command")
+        return text
+    if allow_list and isinstance(value, list):
+        if not value or not all(isinstance(item, str) and item.strip() for item in value):
+            raise ConfigError(f"{_where(path, key)} must be a command or a list of non-empty commands")
+        return " && ".join(item.strip() for item in value)
+    kind = "a command or a list of commands" if allow_list else "a command (a string)"
+    raise ConfigError(f"{_where(path, key)} must be {kind}, got {type(value).__name__}")
+
+
+def _positive(path: Path, key: str, value: object, *, integer: bool) -> float | None:
+    if value is None:
+        return None
+    # bool is an int in Python; `timeout_s: yes` is a mistake, not 1 second.
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or (integer and not isinstance(value, int))
+    ):
+        kind = "a positive integer" if integer else "a positive number"
+        raise ConfigError(f"{_where(path, key)} must be {kind}, got {value!r}")
+    if value <= 0:
+        raise ConfigError(f"{_where(path, key)} must be positive, got {value!r}")
+    return float(value)
+
+
+def _setup_allow(path: Path, value: object) -> tuple[str, ...]:
+    from runners.egress import PolicyError, parse_allow_list
+
+    if value is None:
+        return ()
+    if not isinstance(value, dict) or set(value) - {"allow"}:
+        raise ConfigError(f"{_where(path, 'setup_network')} must be a mapping with one key, `allow`")
+    items = value.get("allow") or []
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        raise ConfigError(f"{_where(path, 'setup_network')}: `allow` must be a list of host or host:port")
+    try:
+        parse_allow_list(items, trusted=False)
+    except PolicyError as exc:
+        raise ConfigError(f"{_where(path, 'setup_network')}: {exc}") from None
+    return tuple(item.strip() for item in items)
+
+
+def _runner_part(text: str, path: Path) -> RepoConfig:
+    """The runner keys of ``text``; every other key is kept, unread, in ``extra``."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise ConfigError(f"{path.name}: not valid YAML{where}: {problem}") from exc
+    if data is None:
+        return RepoConfig(path=path)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path.name} must be a mapping of keys to values, got {type(data).__name__}")
+    bad_keys = [k for k in data if not isinstance(k, str)]
+    if bad_keys:
+        raise ConfigError(f"{path.name}: keys must be strings, got {bad_keys[0]!r}")
+    known = {"test", "setup", "timeout_s", "memory_mb", "setup_network"}
+    timeout = _positive(path, "timeout_s", data.get("timeout_s"), integer=False)
+    memory = _positive(path, "memory_mb", data.get("memory_mb"), integer=True)
+    return RepoConfig(
+        test=_command(path, "test", data.get("test"), allow_list=False),
+        setup=_command(path, "setup", data.get("setup"), allow_list=True),
+        timeout_s=timeout,
+        memory_mb=int(memory) if memory is not None else None,
+        setup_allow=_setup_allow(path, data.get("setup_network")),
+        extra={k: v for k, v in data.items() if k not in known},
+        path=path,
+    )
+
+
+def parse_repo_config(text: str, *, path: Path = Path(".arcs.yml")) -> RepoConfig:
+    """Only the runner keys of an ``.arcs.yml`` (lenient: other keys land in ``extra``)."""
+    return _runner_part(text, path)
+
+
+def load_repo_config(repo: Path) -> RepoConfig:
+    """Read ``repo/.arcs.yml`` (or ``.arcs.yaml``) leniently; defaults when there is none."""
+    for name in CONFIG_NAMES:
+        candidate = Path(repo) / name
+        if candidate.is_file():
+            try:
+                text = candidate.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"cannot read {candidate}: {exc}") from exc
+            return parse_repo_config(text, path=candidate)
+    return RepoConfig()
+
+
+# --------------------------------------------------------------------------- the App's schema
 
 RUNNER_KEYS = ("test", "setup", "timeout_s", "memory_mb", "setup_network")
 TOP_KEYS = (
@@ -150,7 +285,7 @@ class ArcsConfig:
         return any(fnmatch.fnmatchcase(branch, pattern) for pattern in self.branches)
 
     def repo_config(self) -> RepoConfig:
-        """The runner part, as :mod:`runners.config` knows it."""
+        """The runner part, as plain values for :mod:`runners`."""
         return RepoConfig(
             test=self.test,
             setup=self.setup,
@@ -250,11 +385,11 @@ def _patterns(name: str, key: str, value: object, default: tuple[str, ...]) -> t
 # --------------------------------------------------------------------------- the parser
 
 
-def parse_arcs_config(text: str, *, path: str = ".arcs.yml") -> ArcsConfig:
+def parse(text: str, *, path: str = ".arcs.yml") -> ArcsConfig:
     """Parse the text of ``.arcs.yml``; :class:`ArcsConfigError` (a ConfigError) names the key."""
     name = Path(path).name
     try:
-        runner = parse_repo_config(text, path=Path(path))
+        runner = _runner_part(text, Path(path))
     except ArcsConfigError:
         raise
     except ConfigError as exc:
@@ -316,10 +451,26 @@ def parse_arcs_config(text: str, *, path: str = ".arcs.yml") -> ArcsConfig:
     )
 
 
-def load_arcs_config(read: Callable[[str], str | None]) -> ArcsConfig:
+def load(read: Callable[[str], str | None]) -> ArcsConfig:
     """The first of ``.arcs.yml``/``.arcs.yaml`` that ``read(path)`` returns (defaults when none)."""
     for candidate in CONFIG_NAMES:
         text = read(candidate)
         if text is not None:
-            return parse_arcs_config(text, path=candidate)
+            return parse(text, path=candidate)
     return ArcsConfig()
+
+
+def from_repo_config(config: RepoConfig) -> ArcsConfig:
+    """The typed config from the runner part plus the App keys left in ``extra``.
+
+    For gateways that only give a :class:`RepoConfig` (the fakes): the same parser validates it,
+    so a malformed value raises :class:`ArcsConfigError` naming the key.
+    """
+    data: dict[str, Any] = dict(config.extra)
+    for key in ("test", "setup", "timeout_s", "memory_mb"):
+        value = getattr(config, key)
+        if value is not None:
+            data[key] = value
+    path = config.path.name if config.path is not None else ".arcs.yml"
+    parsed = parse(yaml.safe_dump(data), path=path)
+    return parsed if config.path is not None or data else ArcsConfig()

@@ -13,16 +13,17 @@ Candidates are ordered by the suspiciousness of the edited line, then by a templ
 import fixes first for NameError/ImportError/AttributeError; operator swaps for assertion failures),
 then by (path, line, column, template); mutations of error/log messages come after everything else,
 and those inside the very raise a failure comes from are not proposed at all (a message cannot
-change whether the code raises); deduplicated by :func:`proposal_key` and by resulting content; never repeating ``request.tried``; at most ``min(n, max_candidates_per_round,
+change whether the code raises); deduplicated by :attr:`~jobs.repair.model.Proposal.key` and by
+resulting content; never repeating ``request.tried``; at most ``min(n, max_candidates_per_round,
 remaining.executions)`` per round. The output is a pure function of the request.
 """
+# Long (~2,100 lines): all templates share one candidate order, dedup and budget (split: follow-up).
 
 from __future__ import annotations
 
 import bisect
 import hashlib
 import itertools
-import json
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -31,21 +32,20 @@ from dataclasses import dataclass, field
 import structlog
 import tree_sitter as ts
 
-from indexing.files import is_test_path
+from indexing.languages import is_test_path
 from jobs.repair.budget import Budget
 from jobs.repair.model import Edit, Failure, Proposal, Usage
 from jobs.repair.ports import ProposalRequest, SourceView
-from jobs.repair.proposers.localize import (
+from jobs.repair.tier0.localize import (
     FRAME_DECAY,
     Suspect,
     failure_frames,
     localize,
     raise_sites,
 )
-from jobs.repair.proposers.mutations import CODE, MESSAGE, TEXT, UNUSED, Mutation, mutate
-from jobs.repair.proposers.symbols import (
+from jobs.repair.tier0.mutations import CODE, MESSAGE, TEXT, UNUSED, Mutation, mutate
+from jobs.repair.tier0.symbols import (
     CALL_TYPES,
-    JS_FAMILY,
     FileSymbols,
     FunctionInfo,
     ImportInfo,
@@ -54,6 +54,7 @@ from jobs.repair.proposers.symbols import (
     callee_name,
     closest,
     function_types,
+    is_js,
     parse_file,
     similarity,
     walk,
@@ -132,17 +133,6 @@ _WHY: dict[str, str] = {
     "wrong_variable": "a similar variable in scope may have been meant here",
     "wrong_constant": "another constant of the same kind is used nearby",
 }
-
-
-def proposal_key(p: Proposal) -> str:
-    """Stable key of a proposal's change: the sorted (path, old, new) triples of its edits, hashed.
-
-    The loop hands keys produced by this function back in ``ProposalRequest.tried``.
-    """
-    triples = sorted((e.path, e.old, e.new) for e in p.edits)
-    return hashlib.sha256(
-        json.dumps(triples, ensure_ascii=False).encode("utf-8", "surrogatepass")
-    ).hexdigest()[:24]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -509,7 +499,7 @@ def _add_import_splice(ws: _Workspace, pf: ParsedFile, name: str, target: FileSy
     prefix = "\n" if at == len(pf.data) and pf.data and not pf.data.endswith(b"\n") else ""
     if pf.language == "python":
         line = f"from {target.module} import {name}\n"
-    elif pf.language in JS_FAMILY:
+    elif is_js(pf.language):
         fs = ws.table.file(pf.path)
         quote, semi = _quote_style(pf, fs)
         like = next((imp.module for imp in (fs.imports if fs else ()) if imp.module.startswith(".")), "")
@@ -539,7 +529,7 @@ def _module_spec_node(pf: ParsedFile, node: ts.Node) -> ts.Node | None:
     """The node spelling the module of an import statement (without quotes for strings)."""
     if node.type == "import_from_statement":
         return node.child_by_field_name("module_name")
-    if node.type == "import_statement" and pf.language in JS_FAMILY:
+    if node.type == "import_statement" and is_js(pf.language):
         source = node.child_by_field_name("source")
     else:
         source = None
@@ -967,7 +957,7 @@ def _import_sites(ctx: _Context, failure: Failure, name: str, module: str) -> li
             if not same and target is not None:
                 resolved = _resolve_import(ctx, imp)
                 same = resolved is not None and resolved.path == target.path
-            if not same and fs.language in JS_FAMILY and module.startswith("."):
+            if not same and is_js(fs.language) and module.startswith("."):
                 same = posixpath.normpath(
                     posixpath.join(posixpath.dirname(fs.path), imp.module)
                 ) == posixpath.normpath(posixpath.join(posixpath.dirname(fs.path), module))
@@ -994,7 +984,7 @@ def _resolve_module(ctx: _Context, module: str, failure: Failure) -> FileSymbols
             return fs
         stem = posixpath.normpath(module.lstrip("./"))
         for cand in ctx.table.files.values():
-            if cand.language in JS_FAMILY and (cand.module == stem or cand.module.endswith("/" + stem)):
+            if is_js(cand.language) and (cand.module == stem or cand.module.endswith("/" + stem)):
                 return cand
         return None
     return ctx.table.python_file(module)
@@ -1451,7 +1441,7 @@ def _zero_value(type_text: str, language: str) -> str:
         if t.startswith(("*", "[]", "map[", "chan", "func", "interface")) or t in ("error", "any"):
             return "nil"
         return f"{t}{{}}"
-    if language in JS_FAMILY:
+    if is_js(language):
         return "undefined"
     return "None"
 
@@ -1809,7 +1799,7 @@ def _none_guard(ctx: _Context, failure: Failure, diag: Diagnosis) -> None:
         return
     path, line, weight = frames[0]
     pf = ctx.ws.parsed(path)
-    if pf is None or pf.language not in ("python", *JS_FAMILY):
+    if pf is None or not (pf.language == "python" or is_js(pf.language)):
         return
     stmt = _statement_at(pf, line)
     if stmt is None or stmt.type in ("elif_clause", "else_clause", "except_clause"):
@@ -2076,7 +2066,7 @@ class TemplateProposer:
                 variant=cand.variant,
                 usage=Usage(),
             )
-            key = proposal_key(proposal)
+            key = proposal.key
             if key in keys or key in tried:
                 continue
             keys.add(key)

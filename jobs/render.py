@@ -1,7 +1,8 @@
 """What ARCS says on GitHub, as pure functions: pull request title and body, check-run output,
 the status comment, refusals, help, config errors.
 
-Inputs are plain values (:class:`RepairSummary`; the integrator maps a ``RepairResult`` onto it),
+Inputs are plain values (:class:`~jobs.summary.RepairSummary`; the integrator maps a
+``RepairResult`` onto it),
 outputs are strings/dicts within GitHub's limits (65 536 characters for a body, 65 535 for a check
 run's summary and text). Untrusted text (logs, issue text, model output) is defused before it is
 placed outside a code block: ``@mentions`` would notify people and an HTML comment could forge
@@ -11,10 +12,48 @@ ARCS' hidden markers.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from decimal import Decimal
 from typing import Literal
 
-from bot.commands import HELP_TEXT
+from jobs.summary import DiffStats, RepairSummary, TestTally, diff_stats
+
+__all__ = [
+    "BODY_BUDGET",
+    "HELP_TEXT",
+    "MAX_BODY_CHARS",
+    "MAX_BUDGET_USD",
+    "MAX_CHECK_TEXT",
+    "MAX_CHECK_TITLE",
+    "MAX_ITERATIONS",
+    "MAX_TITLE_CHARS",
+    "PR_MARKER",
+    "STATUS_MARKER_RE",
+    "TRUNCATED",
+    "CheckStatus",
+    "DiffStats",
+    "RefusalKind",
+    "RepairSummary",
+    "StatusState",
+    "TestTally",
+    "check_run_conclusion",
+    "check_run_output",
+    "config_error_comment",
+    "cost_table",
+    "defuse",
+    "diff_stats",
+    "fenced",
+    "find_status_marker",
+    "help_comment",
+    "partial_note",
+    "pr_body",
+    "pr_title",
+    "refusal_comment",
+    "status_comment",
+    "status_marker",
+    "truncate",
+    "unrepairable_summary",
+    "verification_table",
+]
 
 MAX_BODY_CHARS = 65536
 """GitHub's limit for issue/PR/comment bodies."""
@@ -37,124 +76,7 @@ _STATUS_MARKER = "<!-- arcs:status attempt={attempt} -->"
 STATUS_MARKER_RE = re.compile(r"<!-- arcs:status attempt=([A-Za-z0-9._:/-]+) -->")
 
 
-@dataclass(frozen=True, slots=True)
-class TestTally:
-    """A test run reduced to counts (and the ids still failing)."""
-
-    __test__ = False  # not a pytest class
-
-    passed: int = 0
-    failed: int = 0
-    errors: int = 0
-    failing: tuple[str, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        """No failure and no error."""
-        return self.failed == 0 and self.errors == 0
-
-    def label(self) -> str:
-        """``2 failed, 10 passed`` (errors only when there are some)."""
-        parts = []
-        if self.failed:
-            parts.append(f"{self.failed} failed")
-        if self.errors:
-            parts.append(f"{self.errors} error{'s' if self.errors != 1 else ''}")
-        parts.append(f"{self.passed} passed")
-        return ", ".join(parts)
-
-
-@dataclass(frozen=True, slots=True)
-class DiffStats:
-    """Files touched by a diff and its added/removed line counts."""
-
-    files: tuple[str, ...] = ()
-    insertions: int = 0
-    deletions: int = 0
-
-    def label(self) -> str:
-        """``2 files changed, +5 −3``."""
-        n = len(self.files)
-        return f"{n} file{'s' if n != 1 else ''} changed, +{self.insertions} −{self.deletions}"
-
-
-@dataclass(frozen=True, slots=True)
-class RepairSummary:
-    """Everything the GitHub messages say about one repair attempt."""
-
-    verdict: str
-    fixed: bool
-    reason: str = ""
-    """One line: why this verdict (shown when there is no fix)."""
-    kind: Literal["ci", "issue"] = "ci"
-    failure_summary: str = ""
-    """What failed: the failing step/tests, or the issue's gist (untrusted text)."""
-    root_cause: str = ""
-    """The explanation of the root cause and of the change (model output: untrusted)."""
-    diff: str = ""
-    diff_stats: DiffStats | None = None
-    """None: computed from ``diff``."""
-    target_tests: tuple[str, ...] = ()
-    tests_before: TestTally | None = None
-    tests_after: TestTally | None = None
-    regression: str = ""
-    """The regression suite's result in words (``412 passed, no new failure``)."""
-    regression_passed: bool | None = None
-    gates: tuple[tuple[str, bool, str], ...] = ()
-    """``(name, passed, detail)`` for each quality gate."""
-    tokens: int = 0
-    cost_usd: float = 0.0
-    rounds: int = 0
-    duration_s: float = 0.0
-    tier: str = ""
-    trace_markdown: str = ""
-    issue_number: int | None = None
-    issue_title: str = ""
-    failing_run_url: str = ""
-    failing_job: str = ""
-    head_sha: str = ""
-    attempt_id: str = ""
-    attempt_url: str = ""
-    pre_existing: tuple[str, ...] = ()
-    """``partial``: tests that still fail and already failed before the change."""
-    verification: str = ""
-    """The final verification run of the exact test command, in words ('' when none ran)."""
-
-    @property
-    def partial(self) -> bool:
-        """The verdict is ``partial``: the targets pass, the command still fails on old failures."""
-        return self.verdict == "partial"
-
-    @property
-    def stats(self) -> DiffStats:
-        """``diff_stats``, or what the diff says."""
-        return self.diff_stats if self.diff_stats is not None else diff_stats(self.diff)
-
-
 # --------------------------------------------------------------------------- text helpers
-
-
-def diff_stats(diff: str) -> DiffStats:
-    """Files, insertions and deletions of a unified diff."""
-    files: list[str] = []
-    plus = minus = 0
-    old_path = ""
-    for line in diff.splitlines():
-        if line.startswith("--- "):
-            old_path = line[4:].split("\t", 1)[0].strip()
-            continue
-        if line.startswith("+++ "):
-            new_path = line[4:].split("\t", 1)[0].strip()
-            path = old_path if new_path == "/dev/null" else new_path
-            path = path[2:] if path.startswith(("a/", "b/")) else path
-            if path and path != "/dev/null" and path not in files:
-                files.append(path)
-            continue
-        if line.startswith("+"):
-            plus += 1
-        elif line.startswith("-"):
-            minus += 1
-    return DiffStats(files=tuple(files), insertions=plus, deletions=minus)
 
 
 _MENTION = re.compile(r"(?<![\w`])@(?=[A-Za-z0-9])")
@@ -505,6 +427,33 @@ def status_comment(
     return "\n\n".join(parts)
 
 
+MAX_BUDGET_USD = Decimal(1000)
+"""A sanity bound on one ``/arcs`` request (``budget=``); the owner's policy caps it further."""
+MAX_ITERATIONS = 100
+"""The most ``iterations=`` one ``/arcs`` request may ask for."""
+
+HELP_TEXT = f"""ARCS commands (one per comment, on a line of its own):
+
+- `/arcs fix [tier=…] [budget=…] [iterations=N]`: repair this failure or issue.
+  `tier` is `0` (templates only, no model), `small`, `medium`, `large` or `auto` (default);
+  `budget` is a spending cap in US dollars (`budget=0.50`, `budget=$2`);
+  `iterations` caps the number of repair iterations.
+- `/arcs retry [options]`: run the last repair again (options as for fix).
+- `/arcs stop`: stop the repair running here.
+- `/arcs revise <instructions>`: on an ARCS pull request, run the loop again on its branch with
+  your instructions as review feedback.
+- `/arcs help`: this message.
+
+Only people with write, maintain or admin permission on the repository can run commands.
+Maximum budget per request: ${MAX_BUDGET_USD}; maximum iterations: {MAX_ITERATIONS}."""
+"""The answer to ``/arcs help`` (the command parser, :mod:`bot.commands`, enforces the limits)."""
+
+
+def help_comment() -> str:
+    """The answer to ``/arcs help``."""
+    return HELP_TEXT
+
+
 _REFUSALS: dict[str, str] = {
     "permission": "ARCS only takes commands from people with write, maintain or admin permission on this repository.",
     "rate_limit": "ARCS has reached this repository's limit of pull requests per day (`max_prs_per_day` in `.arcs.yml`).",
@@ -522,11 +471,6 @@ def refusal_comment(kind: RefusalKind, detail: str = "") -> str:
     if detail.strip():
         text += f"\n\n{defuse(_one_line(detail, 1000))}"
     return text
-
-
-def help_comment() -> str:
-    """The answer to ``/arcs help``."""
-    return HELP_TEXT
 
 
 def config_error_comment(error: BaseException | str) -> str:

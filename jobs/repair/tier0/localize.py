@@ -23,7 +23,11 @@ With the source trees at hand (``parse``), control flow sharpens this:
 - In a function reached by a call (the code under test of a failing assertion), the lines the caller
   can observe (return values, conditions, stores, effects and the local values flowing into them)
   rank above the rest (logging, dead locals).
+- A ``timeout`` failure (a hang, with the frames of where the interruption caught it): the loop
+  around the innermost frame that is in a loop is suspect as a whole, its assignments to the names
+  of its own condition first.
 """
+# Long (~800 lines): the spectrum and the static scores (raise sites, paths) share one function index.
 
 from __future__ import annotations
 
@@ -34,10 +38,10 @@ from dataclasses import dataclass, field
 
 import tree_sitter as ts
 
-from indexing.files import is_test_path
+from indexing.languages import is_test_path
 from jobs.repair.model import Failure, Frame
-from jobs.repair.proposers.mutations import message_call
-from jobs.repair.proposers.symbols import (
+from jobs.repair.tier0.mutations import message_call
+from jobs.repair.tier0.symbols import (
     CALL_TYPES,
     FunctionInfo,
     ParsedFile,
@@ -61,6 +65,12 @@ SECOND_LEVEL = 0.5
 LOCATED = 0.5
 """Test-frame callees count this much less when deeper frames locate the failure in the code."""
 HINT = 0.7
+HANG_LOOP = 0.9
+"""A ``timeout`` failure (a hang): every line of the loop around its innermost frame ran again and
+again, so the frame line (wherever the interruption caught it) is no better a suspect than they are."""
+HANG_UPDATE = 1.1
+"""... and the loop's lines that assign a name its header reads rank first: a loop that never ends is
+one whose condition's variables stop moving (``lo = mid`` for ``lo = mid + 1``)."""
 FEEDBACK = 0.5
 MAX_CALLEES = 4
 GUARD = 0.95
@@ -463,6 +473,26 @@ def _targets(node: ts.Node) -> ts.Node | None:
     )
 
 
+def hang_loop(pf: ParsedFile, line: int) -> tuple[Rows, frozenset[int]] | None:
+    """The innermost loop around ``line``: its lines, and those of its assignments to a name its
+    header reads (None when ``line`` is in no loop)."""
+    loop: ts.Node | None = None
+    for node in walk(pf.root):
+        if node.type in _LOOPS and node.start_point.row + 1 <= line <= node.end_point.row + 1:
+            loop = node  # pre-order: a later match is nested in the earlier one
+    if loop is None:
+        return None
+    names = _header_names(loop, _header(loop)[1], pf)
+    updates: set[int] = set()
+    for sub in walk(loop):
+        if sub.type in _ASSIGNMENTS or sub.type in ("update_expression", "inc_statement", "dec_statement"):
+            target = _targets(sub)
+            if target is not None and _names(target, pf) & names:
+                a, b = _rows(sub)
+                updates.update(range(a, b + 1))
+    return _rows(loop), frozenset(updates)
+
+
 def observed_lines(pf: ParsedFile, fn: FunctionInfo) -> frozenset[int] | None:
     """Lines of ``fn`` its caller can observe: returned/yielded values, decisions (conditions, loop
     headers, case labels), stores through attributes/subscripts, calls made for their effect (not
@@ -753,6 +783,20 @@ def _score_failure(
                             include_tests=include_tests,
                             observed=flow.observed(second),
                         )
+    if failure.type == "timeout" and flow.parse is not None:
+        # The innermost repository frame inside a loop: a helper the loop calls may be where the
+        # interruption caught it, while the loop that never ends is further out.
+        for point in (p for p in points if not p.test):
+            pf = flow.parse(point.path)
+            loop = hang_loop(pf, point.line) if pf is not None else None
+            if loop is None:
+                continue
+            (first, last), updates = loop
+            fn = table.function_at(point.path, point.line)
+            for line in range(first, last + 1):
+                w = point.weight * (HANG_UPDATE if line in updates else HANG_LOOP)
+                scores.add(point.path, line, w, "hang", fn.qualname if fn else "")
+            break
     return scores
 
 

@@ -13,7 +13,8 @@ Operators (the ``operator`` of a mutation, used as the proposal's ``variant``):
 - ``swap_boolean``: ``and`` <-> ``or``, ``&&`` <-> ``||``.
 - ``negate_condition``: negate an if/while/ternary condition, or drop an existing negation.
 - ``off_by_one``: integer literal +-1; ``range()``/slice/``.slice()`` bounds and indices +-1;
-  ``len(x)`` -> ``len(x) - 1`` / ``+ 1``; ``e - 1`` / ``e + 1`` -> ``e``.
+  ``len(x)`` -> ``len(x) - 1`` / ``+ 1``; ``e - 1`` / ``e + 1`` -> ``e``; ``v = e`` -> ``v = e + 1`` /
+  ``e - 1`` when ``v`` is read by the condition of a loop around the assignment (loop progress).
 - ``swap_arguments``: swap two adjacent positional call arguments of the same apparent kind.
 - ``wrong_variable``: replace a local/parameter with another one in scope; ``self.a`` -> ``self.b``.
 - ``wrong_constant``: flip a boolean literal; replace a literal with a nearby one of the same kind.
@@ -23,6 +24,7 @@ interpolation/formatting, or in a *message* (the arguments of a raise/throw/pani
 constructor, of a logging/print call, or an assert's message). A message cannot change whether code
 takes a path, so the proposer ranks message mutations last (or drops them, see ``templates``).
 """
+# Long (~950 lines): eight mutation operators over one shared per-file inventory (literals, scopes).
 
 from __future__ import annotations
 
@@ -36,8 +38,8 @@ from pathlib import Path
 
 import tree_sitter as ts
 
-from jobs.repair.proposers.symbols import (
-    JS_FAMILY,
+from indexing.languages import family as language_family
+from jobs.repair.tier0.symbols import (
     FileSymbols,
     FunctionInfo,
     ParsedFile,
@@ -233,7 +235,7 @@ def _load() -> tuple[dict[str, dict[str, tuple[str, ...]]], dict[str, LanguageCo
 def language_config(language: str) -> LanguageConfig | None:
     """The mutation config of ``language`` (TypeScript/TSX share JavaScript's)."""
     _, configs = _load()
-    return configs.get("javascript" if language in JS_FAMILY else language)
+    return configs.get(language_family(language))
 
 
 def swap_table(operator: str) -> dict[str, tuple[str, ...]]:
@@ -465,6 +467,8 @@ def _node_mutations(node: ts.Node, ctx: _Context) -> Iterator[Mutation]:
         yield from _wrong_variable(node, ctx)
     if t in ("attribute", "member_expression", "field_access"):
         yield from _wrong_field(node, ctx)
+    if t in _ASSIGNMENT_TYPES:
+        yield from _loop_progress(node, ctx)
 
 
 # --- operator swaps -----------------------------------------------------------------------------
@@ -623,6 +627,26 @@ def _bound(node: ts.Node, ctx: _Context, note: str) -> Iterator[Mutation]:
     base = text if node.type in _SIMPLE or additive else f"({text})"
     yield _mk(ctx, "off_by_one", node, node, f"{base} + 1", note)
     yield _mk(ctx, "off_by_one", node, node, f"{base} - 1", note)
+
+
+_ASSIGNMENT_TYPES = frozenset({"assignment", "assignment_expression", "assignment_statement"})
+_WHILE_TYPES = frozenset({"while_statement", "while_expression", "do_statement", "for_statement"})
+
+
+def _loop_progress(node: ts.Node, ctx: _Context) -> Iterator[Mutation]:
+    """``v = e`` -> ``v = e + 1`` / ``e - 1`` when ``v`` is read by the condition of a loop around it:
+    a loop variable that is assigned without moving past ``e`` (``lo = mid``) never ends the loop."""
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    if left is None or right is None or left.type not in ctx.cfg.identifier:
+        return
+    name = ctx.pf.node_text(left)
+    loop = node.parent
+    while loop is not None and loop.type not in _WHILE_TYPES:
+        loop = loop.parent
+    condition = loop.child_by_field_name("condition") if loop is not None else None
+    if condition is None or not re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", ctx.pf.node_text(condition)):
+        return
+    yield from _bound(right, ctx, "loop progress")
 
 
 def _call(node: ts.Node, ctx: _Context) -> Iterator[Mutation]:

@@ -8,6 +8,7 @@ Python, JavaScript, TypeScript and Go are covered in depth (imports, exports, me
 Java and Rust get functions, classes and members. Everything is computed from the text
 handed in; nothing here touches the file system.
 """
+# Long (~1,400 lines): the per-language extractors share one scope walk and are small and interleaved.
 
 from __future__ import annotations
 
@@ -17,28 +18,14 @@ import posixpath
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import cache
 from typing import Literal
 
 import tree_sitter as ts
 
+from indexing.languages import code_language, family_members, parser_for
+from indexing.languages import family as language_family
 from jobs.repair.ports import SourceView
 
-_EXTENSIONS: dict[str, str] = {
-    ".py": "python",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".jsx": "javascript",
-    ".ts": "typescript",
-    ".mts": "typescript",
-    ".cts": "typescript",
-    ".tsx": "tsx",
-    ".go": "go",
-    ".java": "java",
-    ".rs": "rust",
-}
-JS_FAMILY = frozenset({"javascript", "typescript", "tsx"})
 _JS_RESOLVE_SUFFIXES = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
 
 MAX_FILE_BYTES = 512_000
@@ -49,46 +36,14 @@ PYTHON_BUILTINS = frozenset(dir(builtins))
 
 
 def language_for(path: str) -> str | None:
-    """The tree-sitter language of ``path`` by extension, or None when unsupported."""
-    if path.endswith(".d.ts"):
-        return None
-    return _EXTENSIONS.get(posixpath.splitext(path)[1].lower())
+    """The tree-sitter language of ``path`` by extension, or None when unsupported (declaration
+    files such as ``.d.ts`` and ``.pyi`` included: see ``exclusions`` in ``indexing/languages.json``)."""
+    return code_language(path, purpose="symbols")
 
 
-@cache
-def ts_language(name: str) -> ts.Language:
-    """The grammar of a supported language (loaded on first use)."""
-    if name == "python":
-        import tree_sitter_python as ts_python
-
-        return ts.Language(ts_python.language())
-    if name == "javascript":
-        import tree_sitter_javascript as ts_javascript
-
-        return ts.Language(ts_javascript.language())
-    if name in ("typescript", "tsx"):
-        import tree_sitter_typescript as ts_typescript
-
-        raw = ts_typescript.language_tsx() if name == "tsx" else ts_typescript.language_typescript()
-        return ts.Language(raw)
-    if name == "go":
-        import tree_sitter_go as ts_go
-
-        return ts.Language(ts_go.language())
-    if name == "java":
-        import tree_sitter_java as ts_java
-
-        return ts.Language(ts_java.language())
-    if name == "rust":
-        import tree_sitter_rust as ts_rust
-
-        return ts.Language(ts_rust.language())
-    raise ValueError(f"unsupported language: {name}")
-
-
-@cache
-def _parser(name: str) -> ts.Parser:
-    return ts.Parser(ts_language(name))
+def is_js(language: str) -> bool:
+    """JavaScript, TypeScript or TSX: one module system and one symbol space (the ``javascript`` family)."""
+    return language_family(language) == "javascript"
 
 
 def walk(node: ts.Node, *, stop: frozenset[str] = frozenset()) -> Iterator[ts.Node]:
@@ -121,7 +76,7 @@ class ParsedFile:
         self.text = text
         self.language = language
         self.data = text.encode("utf-8", "surrogatepass")
-        self.tree = _parser(language).parse(self.data)
+        self.tree = parser_for(language).parse(self.data)
         self._line_starts = [0, *(m.end() for m in re.finditer(b"\n", self.data))]
 
     @property
@@ -512,7 +467,7 @@ def _params(node: ts.Node, pf: ParsedFile) -> tuple[Param, ...]:
         return tuple(out)
     for child in plist.named_children:
         t = child.type
-        if lang in JS_FAMILY:
+        if is_js(lang):
             if t == "identifier":
                 out.append(Param(pf.node_text(child)))
             elif t == "assignment_pattern":
@@ -756,7 +711,7 @@ def _class_info(node: ts.Node, pf: ParsedFile) -> ClassInfo | None:
                     for b in supers.named_children
                     if b.type != "keyword_argument"
                 ]
-        elif lang in JS_FAMILY or lang == "java":
+        elif is_js(lang) or lang == "java":
             for sub in node.children:
                 if sub.type in (
                     "class_heritage",
@@ -888,7 +843,7 @@ def _import_infos(node: ts.Node, pf: ParsedFile) -> list[ImportInfo]:
         if any(c.type == "wildcard_import" for c in node.named_children):
             names.append(("*", ""))
         out.append(_import(pf, node, "from", _text_or(pf, node.child_by_field_name("module_name")), names))
-    elif lang in JS_FAMILY and t == "import_statement":
+    elif t == "import_statement" and is_js(lang):
         source = node.child_by_field_name("source")
         names = []
         for clause in node.named_children:
@@ -911,7 +866,7 @@ def _import_infos(node: ts.Node, pf: ParsedFile) -> list[ImportInfo]:
                             )
         module = _string_value(source, pf) if source is not None else ""
         out.append(_import(pf, node, "esm", module, names))
-    elif lang in JS_FAMILY and t == "variable_declarator":
+    elif t == "variable_declarator" and is_js(lang):
         value = node.child_by_field_name("value")
         target = node.child_by_field_name("name")
         if value is None or target is None or value.type != "call_expression":
@@ -1031,7 +986,7 @@ def _top_level(pf: ParsedFile) -> tuple[list[str], list[str], str]:
                 if any(c.type == "default" for c in node.children):
                     exports.append("default")
                 continue
-            elif t == "expression_statement" and lang in JS_FAMILY:
+            elif t == "expression_statement" and is_js(lang):
                 # CommonJS: module.exports = {a, b} / exports.a = ...
                 for assign in node.named_children:
                     if assign.type != "assignment_expression":
@@ -1131,7 +1086,7 @@ def extract(path: str, text: str) -> tuple[FileSymbols, ParsedFile] | None:
             scopes.append((node.end_byte, None))
         if node.type in fn_types:
             continue
-        if node.type in class_types or (lang in JS_FAMILY and node.type == "type_alias_declaration"):
+        if node.type in class_types or (node.type == "type_alias_declaration" and is_js(lang)):
             if node.type == "type_alias_declaration":
                 value = node.child_by_field_name("value")
                 if value is None or value.type != "object_type":
@@ -1228,7 +1183,7 @@ class SymbolTable:
                 self._by_module.setdefault(fs.module, path)
                 if path.startswith("src/"):
                     self._by_module.setdefault(path[:-3].replace("/", ".").removesuffix(".__init__"), path)
-            elif fs.language in JS_FAMILY:
+            elif is_js(fs.language):
                 self._by_module.setdefault(fs.module, path)
             for fn in fs.functions:
                 if fn.name:
@@ -1339,13 +1294,13 @@ class SymbolTable:
         """Files that define ``name`` at top level (not via an import)."""
         out = [self.files[p] for p in self._definers.get(name, ())]
         if language is not None:
-            family = JS_FAMILY if language in JS_FAMILY else frozenset({language})
+            family = family_members(language)
             out = [fs for fs in out if fs.language in family]
         return out
 
     def all_members(self, language: str) -> list[str]:
         """Every class member name of one language family (fallback when a type is unknown)."""
-        family = JS_FAMILY if language in JS_FAMILY else frozenset({language})
+        family = family_members(language)
         out: list[str] = []
         for fs in self.files.values():
             if fs.language in family:
@@ -1355,7 +1310,7 @@ class SymbolTable:
 
     def modules(self, language: str) -> list[FileSymbols]:
         """Files of one language family."""
-        family = JS_FAMILY if language in JS_FAMILY else frozenset({language})
+        family = family_members(language)
         return [fs for fs in self.files.values() if fs.language in family]
 
     def python_file(self, module: str, *, importer: str = "") -> FileSymbols | None:

@@ -1,0 +1,453 @@
+"""The repair engine: run one :class:`jobs.plan.RepairPlan` and return a
+:class:`jobs.repair.report.RepairReport` (``arcs fix``, the worker, the Action).
+
+:func:`run` (= :func:`execute` + :func:`report_of`) resolves the test command (the plan's explicit
+one, ``.arcs.yml``'s, then the checkout's conventions), picks the proposer (Anthropic when the
+plan names a model and the ports hold its key, else tier-0 templates), builds the runner and the
+sandbox workbench, opens the index the plan names, runs :class:`jobs.repair.loop.RepairLoop` on a
+:class:`jobs.repair.spec.RepairSpec`, writes the trace and applies the patch when the plan asks.
+The engine never reads ``.arcs.yml`` or the settings: the plan carries the repository's values,
+:class:`EnginePorts` the deployment's (:class:`EngineConfig`, built at the edge) and the effects.
+
+:class:`FixRepairService` is the worker's :class:`jobs.ports.RepairService`: the worker's plan
+defaults (model, parallelism, toolchains) and its ports (the repository's own index through
+:class:`jobs.ports.IndexPort`, ``owner/name`` at the attempt's commit) around :func:`run`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import structlog
+
+from indexing.config import IndexConfig
+from jobs.change_repair import change_aware, change_notices
+from jobs.engine_ports import (
+    IndexOpener,
+    Progress,
+    RunnerConfig,
+    RunnerFactory,
+    RunnerSettings,
+    attempt_index,
+    changed_files,
+    describe_toolchain,
+    local_index,
+    make_runner,
+    repo_toolchains,
+    worker_toolchains,
+)
+from jobs.plan import LLMRef, PlanDefaults, RepairPlan
+from jobs.repair.edits import EditError, apply_edits
+from jobs.repair.errors import ArcsError, ConfigError, UsageError
+from jobs.repair.llm import LLM
+from jobs.repair.loop import RepairLoop, RepairResult
+from jobs.repair.ports import Clock, Interrupt, Proposer
+from jobs.repair.report import RepairReport
+from jobs.repair.spec import RepairSpec
+from jobs.repair.task import RepairTask, sanitize_untrusted
+from jobs.repair.tiers import TierUnavailable, resolve_tiers
+from jobs.repair.trace import dump_trace
+from jobs.sandbox_workbench import SandboxWorkbench, SystemClock
+from runners.base import Runner
+
+if TYPE_CHECKING:
+    from pydantic import SecretStr
+
+    from indexing.retriever import Retriever
+    from jobs.ports import IndexPort
+
+log = structlog.get_logger("arcs.engine")
+
+DEFAULT_MODEL = "claude-sonnet-4-6"
+DEFAULT_PARALLEL = 4
+
+
+# --- configuration and ports -------------------------------------------------------------------
+
+
+class EngineSettings(RunnerSettings, Protocol):
+    """The settings fields the engine and the worker's service read (``bot.settings.Settings``
+    conforms; nothing here imports it)."""
+
+    @property
+    def home(self) -> Path: ...
+    @property
+    def anthropic_api_key(self) -> SecretStr | None: ...
+    @property
+    def anthropic_base_url(self) -> str | None: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def sqlalchemy_url(self) -> str: ...
+
+    def index_config(self) -> IndexConfig:
+        """The indexing configuration."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """What the engine needs from the deployment's settings."""
+
+    index: IndexConfig
+    runner: RunnerConfig = field(default_factory=RunnerConfig)
+    traces_dir: Path | None = None
+    """Where traces go when the plan names no folder (None: ``<index home>/traces``)."""
+
+    @classmethod
+    def of(cls, settings: EngineSettings) -> EngineConfig:
+        """From the settings."""
+        return cls(
+            index=settings.index_config(),
+            runner=RunnerConfig.of(settings),
+            traces_dir=settings.home / "traces",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class EnginePorts:
+    """The deployment's configuration and the effects one repair runs with.
+
+    ``runner``/``llm``/``clock`` replace the real ones (tests); ``interrupt`` is asked before
+    reproduction and before every round (the worker's pause and ``/arcs stop``); ``index`` opens
+    the index the plan names (None: a local folder's, :func:`jobs.engine_ports.local_index`).
+    """
+
+    config: EngineConfig
+    api_key: str | None = field(default=None, repr=False)
+    """The model's key (the plan names the model, never the key)."""
+    runner: Runner | None = None
+    runner_factory: RunnerFactory | None = None
+    llm: LLM | None = None
+    clock: Clock | None = None
+    progress: Progress | None = None
+    interrupt: Interrupt | None = None
+    index: IndexOpener | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LoopRun:
+    """What :func:`execute` did: the loop's own result (with its trace), where the trace went,
+    whether the patch was applied to ``repo``."""
+
+    result: RepairResult
+    trace_path: Path
+    applied: bool
+    repo: Path
+
+
+def default_parallel() -> int:
+    """Candidates tested concurrently by default: 4, or fewer on a machine with fewer CPUs."""
+    return max(1, min(DEFAULT_PARALLEL, os.cpu_count() or 1))
+
+
+def split_issue(text: str) -> tuple[str, str]:
+    """``(title, body)`` of an issue file: the first non-empty line (``# `` stripped) and the rest."""
+    lines = text.strip().splitlines()
+    if not lines:
+        raise UsageError("the issue file is empty")
+    title = lines[0].lstrip("#").strip()
+    return title, "\n".join(lines[1:]).strip()
+
+
+# --- the use case --------------------------------------------------------------------------------
+
+
+def run(plan: RepairPlan, ports: EnginePorts) -> RepairReport:
+    """Run ``plan`` (see the module docstring) and report; the loop's failures are data in the
+    report. Raises :class:`UsageError` / :class:`ConfigError` (exit 2) for bad input."""
+    return report_of(execute(plan, ports), plan)
+
+
+def report_of(done: LoopRun, plan: RepairPlan) -> RepairReport:
+    """The :class:`RepairReport` of a run: the files of an applied fix (or partial fix) read back,
+    the CI context and the owner's cap from the plan."""
+    from jobs.repair.trace import render_markdown
+
+    result = done.result
+    files: dict[str, str | None] = {}
+    if (result.fixed or result.verdict == "partial") and done.applied:
+        files = changed_files(done.repo, list(dict.fromkeys(edit.path for edit in result.edits)))
+    return RepairReport.from_result(
+        result,
+        trace_path=str(done.trace_path),
+        trace_markdown=render_markdown(result.trace),
+        files=files,
+        target_tests=plan.ci_tests,
+        failure_class=plan.failure_class,
+        failure_log=plan.failure_log,
+        usd_capped=plan.usd_capped,
+    )
+
+
+def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
+    """Run ``plan``'s loop and keep its raw result (``arcs fix`` prints it, benches measure it)."""
+    from jobs.repair.proposers.anthropic import AnthropicProposer
+    from jobs.repair.proposers.replay import RecordingLLM
+    from jobs.repair.tier0.templates import TemplateProposer
+    from runners.commands import resolve_test_command
+
+    config = ports.config
+    notify = ports.progress or (lambda _message: None)
+    repo = Path(plan.workdir).expanduser()
+    if not repo.is_dir():
+        raise UsageError(f"fix: {repo} is not a folder")
+    repo = repo.resolve()
+    repo_config = plan.repo_config
+    resolved = resolve_test_command(repo, explicit=plan.test_command, config=repo_config)
+
+    llm = ports.llm
+    if llm is None and plan.llm is not None and ports.api_key and plan.tier != "0":
+        from jobs.llm_anthropic import AnthropicLLM
+
+        llm = AnthropicLLM(ports.api_key, plan.llm.model, base_url=plan.llm.base_url)
+    if plan.tier == "0":
+        llm = None
+    try:
+        tiers = resolve_tiers(plan.tier, has_llm=llm is not None)
+    except TierUnavailable as exc:
+        raise ConfigError(f"fix: {exc}") from None
+    recording = RecordingLLM(llm) if llm is not None else None
+    proposer: Proposer = AnthropicProposer(recording) if recording is not None else TemplateProposer()
+
+    task = (
+        RepairTask.issue(*split_issue(sanitize_untrusted(plan.issue_text)), test_command=resolved.command)
+        if plan.issue_text is not None
+        else RepairTask(
+            kind="ci",
+            test_command=resolved.command,
+            failure_class=plan.failure_class,
+            ci_tests=plan.ci_tests,
+            hints=plan.hints,
+        )
+    )
+    toolchains = (*plan.toolchains, *repo_toolchains(repo))
+    runner = ports.runner
+    if runner is None:
+        factory = ports.runner_factory or (lambda u, t, a: make_runner(config.runner, u, t, a))
+        runner = factory(plan.unsafe_no_sandbox, toolchains, repo_config.setup_allow)
+    toolchain = describe_toolchain(runner, toolchains, repo, image=config.runner.image)
+    notify(f"toolchain: {toolchain}")
+    # Tier 0's first offers (#14): a formatter check's own fix, reverts of the change since green.
+    proposer = change_aware(
+        proposer,
+        check=resolved.command,
+        changes=plan.changes,
+        repo=repo,
+        runner=runner,
+        memory_mb=repo_config.memory_mb or 2048,
+        env=resolved.env,
+        setup=resolved.setup,
+    )
+    notices: list[str] = []
+
+    def note(message: str) -> None:
+        notices.append(message)
+        notify(message)
+
+    with contextlib.ExitStack() as stack:
+        workbench = stack.enter_context(
+            SandboxWorkbench(
+                repo,
+                resolved,
+                runner,
+                memory_mb=repo_config.memory_mb or 2048,
+                exclude=config.index.exclude,
+                toolchain=toolchain,
+            )
+        )
+        retriever: Retriever | None = None
+        snapshot = ""
+        if plan.index is not None and any(t.k > 0 for t in tiers.tiers):
+            notify("indexing the repository for retrieval ...")
+            opener = ports.index
+            if opener is None and plan.index.repo_id is None:
+                opener = local_index(config.index)
+            if opener is None:  # a repository's index is only ever opened through its port
+                note(f"retrieval off: no index port for {plan.index.repo_id}")
+            else:
+                retriever, snapshot = stack.enter_context(opener(repo, note))
+        loop = RepairLoop(
+            retriever,
+            proposer,
+            workbench,
+            ports.clock or SystemClock(),
+            llm=recording,
+            config=plan.loop,
+            interrupt=ports.interrupt,
+        )
+        notify(f"reproducing: {resolved.command}")
+        result = loop.run(RepairSpec(task=task, budget=plan.budget, tier=plan.tier, loop=plan.loop))
+        trace = result.trace
+        trace.id = trace.id or f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+        trace.created = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
+        trace.notices.extend(notices)
+        changed = change_notices(proposer, result, plan.changes)
+        trace.notices.extend(changed)
+        result = replace(result, notices=(*result.notices, *changed))
+        trace.index_snapshot = snapshot
+        trace.repo = {
+            "path": str(repo),
+            "commit": _git_head(repo),
+            "source_digest": workbench.source().digest(),
+            "test_command": resolved.command,
+            "framework": resolved.framework or "",
+            "runner": getattr(runner, "name", ""),
+        }
+        trace.llm_calls = [r.to_json() for r in recording.records] if recording is not None else []
+
+    will_apply = plan.apply and (result.fixed or (plan.apply_partial and result.verdict == "partial"))
+    if will_apply:
+        # The work tree is about to change: keep the base text of the touched files so that
+        # `arcs replay` can rebuild the tree the run started from.
+        trace.repo["applied_base"] = {e.path: _read_or_none(repo / e.path) for e in result.edits}
+    traces_dir = plan.traces_dir or config.traces_dir or config.index.index_dir.parent / "traces"
+    trace_path = plan.trace_out or traces_dir / f"{trace.id}.json"
+    try:
+        trace_path.parent.mkdir(parents=True, exist_ok=True)
+        trace_path.write_text(dump_trace(trace), encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"fix: cannot write the trace to {trace_path}: {exc.strerror or exc}") from exc
+
+    applied = False
+    if will_apply:
+        try:
+            apply_edits(repo, result.edits)
+        except EditError as exc:
+            raise ArcsError(
+                f"fix: the patch no longer applies to the work tree ({exc}); it is in {trace_path}",
+                exit_code=1,
+            ) from exc
+        applied = True
+    return LoopRun(result=result, trace_path=trace_path, applied=applied, repo=repo)
+
+
+def _git_head(repo: Path) -> str:
+    from indexing import gitutil
+
+    try:
+        return gitutil.head_commit(repo)
+    except Exception:  # not a git work tree, or no commit yet
+        return ""
+
+
+def _read_or_none(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+# --- the worker's RepairService ------------------------------------------------------------------
+
+Executor = Callable[[RepairPlan, EnginePorts], LoopRun]
+"""The signature of :func:`execute` (replaced in tests)."""
+
+
+@dataclass
+class FixRepairService:
+    """:class:`jobs.ports.RepairService` on top of :func:`run` (see the module docstring).
+
+    - Defaults for :func:`jobs.plan.plan_for`: a model when one is injected or the settings hold
+      an Anthropic key; with bubblewrap, the worker's own Python environment as toolchain.
+    - Index: the repository's own (the plan's ``owner/name`` at ``head_sha``) through ``index``,
+      the worker's :class:`jobs.ports.IndexPort` (None: one built from the settings).
+    - Files: the plan applies the fix to the (throw-away) checkout; the report reads them back.
+
+    ``runner``/``llm``/``clock``/``executor`` replace the real ports in tests.
+    """
+
+    settings: EngineSettings
+    runner: Runner | None = None
+    llm: LLM | None = None
+    clock: Clock | None = None
+    toolchains: tuple[Path, ...] | None = None
+    """None: :func:`jobs.engine_ports.worker_toolchains`."""
+    unsafe_no_sandbox: bool = False
+    use_index: bool = True
+    parallel: int | None = None
+    executor: Executor | None = None
+    index: IndexPort | None = None
+
+    @property
+    def has_llm(self) -> bool:
+        """A model is available (an injected one, or an Anthropic key in the settings)."""
+        return self.llm is not None or self.settings.anthropic_api_key is not None
+
+    @property
+    def defaults(self) -> PlanDefaults:
+        """What the worker decides for every plan."""
+        return PlanDefaults(
+            llm=LLMRef(self.settings.model, self.settings.anthropic_base_url) if self.has_llm else None,
+            parallel=self.parallel or default_parallel(),
+            toolchains=self.toolchains if self.toolchains is not None else worker_toolchains(),
+            unsafe_no_sandbox=self.unsafe_no_sandbox,
+            use_index=self.use_index,
+        )
+
+    def index_port(self) -> IndexPort:
+        """The index repairs read (built from the settings on first use when none was given)."""
+        if self.index is None:
+            from jobs.index_jobs import RepoIndexService
+
+            self.index = RepoIndexService(self.settings)
+        return self.index
+
+    def ports(self, plan: RepairPlan, interrupt: Interrupt | None = None) -> EnginePorts:
+        """The ports ``plan`` runs with in the worker."""
+        key = self.settings.anthropic_api_key
+        index = None
+        if plan.index is not None and plan.index.repo_id is not None:
+            index = attempt_index(self.index_port(), plan.index.repo_id, plan.index.commit or plan.head_sha)
+        return EnginePorts(
+            config=EngineConfig.of(self.settings),
+            api_key=key.get_secret_value() if key is not None else None,
+            runner=self.runner,
+            llm=self.llm,
+            clock=self.clock,
+            progress=lambda message: log.info("repair.progress", message=message[:300]),
+            interrupt=interrupt,
+            index=index,
+        )
+
+    def run(self, plan: RepairPlan, *, interrupt: Interrupt | None = None) -> RepairReport:
+        """Run ``plan`` on its checkout; the loop's own failures are data in the report."""
+        log.info(
+            "repair.start",
+            kind=plan.kind,
+            tier=plan.tier,
+            targets=len(plan.ci_tests),
+            failure_class=plan.failure_class or None,
+            usd=plan.budget.usd,
+        )
+        report = report_of((self.executor or execute)(plan, self.ports(plan, interrupt)), plan)
+        log.info("repair.done", verdict=report.verdict, fixed=report.fixed, files=len(report.files))
+        return report
+
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "DEFAULT_PARALLEL",
+    "EngineConfig",
+    "EnginePorts",
+    "EngineSettings",
+    "Executor",
+    "FixRepairService",
+    "IndexOpener",
+    "LoopRun",
+    "Progress",
+    "RunnerConfig",
+    "default_parallel",
+    "execute",
+    "make_runner",
+    "report_of",
+    "run",
+    "split_issue",
+]

@@ -1,0 +1,128 @@
+"""The loop's settings: :class:`LoopConfig` (recorded in the trace, so a replay rebuilds the same
+loop) and :class:`GateConfig` (limits and path rules of the non-LLM gates)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from jobs.repair.gates import DEFAULT_DENIED
+
+QualityMode = Literal["auto", "always", "never"]
+
+
+@dataclass(frozen=True, slots=True)
+class GateConfig:
+    """Limits and path rules of the non-LLM gates."""
+
+    max_files: int = 10
+    max_lines: int = 400
+    denied: tuple[str, ...] = DEFAULT_DENIED
+    allowed: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LoopConfig:
+    """Controller settings (recorded in the trace so a replay rebuilds the same loop)."""
+
+    gates: GateConfig = field(default_factory=GateConfig)
+    test_timeout_s: float = 600.0
+    """Wall-clock cap of one test run (further capped by the wall budget left). The reproduction
+    run gets it whole; later runs get :attr:`timeout_factor` times the measured baseline duration,
+    at least :attr:`timeout_floor_s` and at most this, so a hanging candidate costs seconds."""
+    timeout_factor: float = 5.0
+    timeout_floor_s: float = 10.0
+    hang_probe_s: float = 30.0
+    """Timeout of later runs while no run has completed (the baseline itself hung)."""
+    pairs: int = 4
+    """Tier 0: when no candidate of a round passes every gate, up to this many pairs of candidates
+    that each fixed different targets are combined and tried (0: never)."""
+    triage_runs: int = 2
+    """Re-runs of the failing targets on the base code before repairing (0: no triage)."""
+    regression_select: tuple[str, ...] | None = None
+    """Test ids the regression gate runs (None: the full suite)."""
+    quality_check: QualityMode = "auto"
+    """``auto``: the Code Quality Checker runs for issue tasks with weak or synthesized tests."""
+    design_tests: bool = True
+    """Let the Test Designer write a reproduction test for issues without a failing test."""
+    history_chars: int = 12_000
+    evidence_chars: int = 40_000
+    prompt_chars: int = 60_000
+    llm_safety: float = 0.8
+    """Share of the remaining tokens/USD a proposer is told it may spend (its input estimate is
+    chars/4; the margin keeps the real spend under the bound)."""
+    min_wall_s: float = 1.0
+    """Reserve kept for the bookkeeping after a test run: a run is started only with at least
+    twice this much wall budget left, and its timeout leaves this much over."""
+    max_frame_context: int = 6
+    soup_size: int = 2
+    """Verified snippets kept in the knowledge soup."""
+    parallel: int = 1
+    """Target runs of up to this many candidates of a round execute concurrently. Batches are
+    fixed before they run, so the trace does not depend on timing."""
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready mapping."""
+        return {
+            "gates": {
+                "max_files": self.gates.max_files,
+                "max_lines": self.gates.max_lines,
+                "denied": list(self.gates.denied),
+                "allowed": None if self.gates.allowed is None else list(self.gates.allowed),
+            },
+            "test_timeout_s": self.test_timeout_s,
+            "timeout_factor": self.timeout_factor,
+            "timeout_floor_s": self.timeout_floor_s,
+            "hang_probe_s": self.hang_probe_s,
+            "pairs": self.pairs,
+            "triage_runs": self.triage_runs,
+            "regression_select": None if self.regression_select is None else list(self.regression_select),
+            "quality_check": self.quality_check,
+            "design_tests": self.design_tests,
+            "history_chars": self.history_chars,
+            "evidence_chars": self.evidence_chars,
+            "prompt_chars": self.prompt_chars,
+            "llm_safety": self.llm_safety,
+            "min_wall_s": self.min_wall_s,
+            "max_frame_context": self.max_frame_context,
+            "soup_size": self.soup_size,
+            "parallel": self.parallel,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LoopConfig:
+        """Inverse of :meth:`to_json` (unknown keys ignored, missing keys default)."""
+        g = dict(data.get("gates", {}))
+        default = cls()
+        allowed = g.get("allowed")
+        select = data.get("regression_select")
+        return cls(
+            gates=GateConfig(
+                max_files=int(g.get("max_files", default.gates.max_files)),
+                max_lines=int(g.get("max_lines", default.gates.max_lines)),
+                denied=tuple(g.get("denied", default.gates.denied)),
+                allowed=None if allowed is None else tuple(allowed),
+            ),
+            test_timeout_s=float(data.get("test_timeout_s", default.test_timeout_s)),
+            timeout_factor=float(data.get("timeout_factor", default.timeout_factor)),
+            timeout_floor_s=float(data.get("timeout_floor_s", default.timeout_floor_s)),
+            hang_probe_s=float(data.get("hang_probe_s", default.hang_probe_s)),
+            # Traces recorded before pairs existed never combined candidates.
+            pairs=int(data.get("pairs", 0)),
+            triage_runs=int(data.get("triage_runs", default.triage_runs)),
+            regression_select=None if select is None else tuple(select),
+            quality_check=data.get("quality_check", default.quality_check),
+            design_tests=bool(data.get("design_tests", default.design_tests)),
+            history_chars=int(data.get("history_chars", default.history_chars)),
+            evidence_chars=int(data.get("evidence_chars", default.evidence_chars)),
+            prompt_chars=int(data.get("prompt_chars", default.prompt_chars)),
+            llm_safety=float(data.get("llm_safety", default.llm_safety)),
+            min_wall_s=float(data.get("min_wall_s", default.min_wall_s)),
+            max_frame_context=int(data.get("max_frame_context", default.max_frame_context)),
+            soup_size=int(data.get("soup_size", default.soup_size)),
+            parallel=int(data.get("parallel", default.parallel)),
+        )
+
+
+__all__ = ["GateConfig", "LoopConfig", "QualityMode"]

@@ -1,0 +1,197 @@
+"""The budget meter: what a repair has spent, what is left, and what the next step may cost.
+
+One :class:`BudgetMeter` per repair run owns the spend (model usage, test executions, rounds,
+wall time read through the :class:`~jobs.repair.ports.Clock` port) and every budget check the
+loop makes. :meth:`BudgetMeter.affordable_output` is the one answer to "how many output tokens can
+the next model call have": the loop's role calls and :class:`~jobs.repair.proposers.anthropic.
+AnthropicProposer` both use it, with the same input estimate (chars/3 + 128: code tokenizes
+denser than prose, plus the request's wire overhead) and one price table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from jobs.repair.budget import Budget, Spend
+from jobs.repair.model import Usage
+from jobs.repair.pricing import PriceTable, price_for
+
+if TYPE_CHECKING:
+    from jobs.repair.llm import LLMRequest
+    from jobs.repair.ports import Clock
+
+# Input tokens are estimated at chars/3 (code tokenizes denser than prose) plus the request's
+# overhead beyond its text (JSON keys, tool schema framing).
+OVERHEAD_TOKENS = 128
+
+
+def input_tokens(chars: int) -> int:
+    """The input token estimate of a request of ``chars`` characters (chars/3, rounded up, + 128)."""
+    # ceil(ceil(chars*4/3 floor) / 4): the estimate the loop's guard has always used.
+    return (max(0, chars * 4 // 3) + 3) // 4 + OVERHEAD_TOKENS
+
+
+@dataclass(frozen=True, slots=True)
+class Affordable:
+    """The output a model call may have: ``max_tokens``, or the dimension it is ``short`` of."""
+
+    max_tokens: int
+    short: Literal["tokens", "usd"] | None = None
+    """Set when fewer than the caller's minimum output tokens are affordable (make no call)."""
+
+
+def affordable_output(
+    request: LLMRequest,
+    model: str,
+    *,
+    tokens_left: int,
+    usd_left: float,
+    minimum: int,
+    price_table: PriceTable | None = None,
+) -> Affordable:
+    """Output tokens affordable for ``request`` within ``tokens_left``/``usd_left``.
+
+    The input is priced as a cache write (the dearer case). ``max_tokens`` is at most the
+    request's own; fewer than ``minimum`` (capped at the request's ``max_tokens``) affordable
+    gives ``short``, tokens checked first.
+    """
+    estimate = input_tokens(request.chars)
+    by_tokens = tokens_left - estimate
+    price = price_for(model, price_table)
+    input_usd = estimate * max(price.input, price.cache_write) / 1_000_000
+    per_output = price.output / 1_000_000
+    by_usd = int((usd_left - input_usd) / per_output) if per_output > 0 else by_tokens
+    floor = min(minimum, request.max_tokens)
+    if by_tokens < floor:
+        return Affordable(max(0, by_tokens), "tokens")
+    if by_usd < floor:
+        return Affordable(max(0, by_usd), "usd")
+    return Affordable(min(request.max_tokens, by_tokens, by_usd))
+
+
+class BudgetMeter:
+    """Spend and budget checks of one repair run.
+
+    ``clock`` (None: no wall time is measured, as for a proposer metering what it was offered)
+    starts at construction. ``reserve_s`` is the wall time kept for the bookkeeping after a test
+    run: a run starts only with twice that much left.
+    """
+
+    def __init__(
+        self,
+        budget: Budget,
+        clock: Clock | None = None,
+        *,
+        price_table: PriceTable | None = None,
+        reserve_s: float = 1.0,
+    ) -> None:
+        self.budget = budget
+        self.clock = clock
+        self.price_table = price_table
+        self.reserve_s = reserve_s
+        self.started = clock.monotonic() if clock is not None else 0.0
+        self.usage = Usage()
+        self.executions = 0
+        self.iterations = 0
+
+    # -- spend -------------------------------------------------------------------------------------
+
+    def spend(self) -> Spend:
+        """Everything spent so far (reads the clock once)."""
+        wall = max(0.0, self.clock.monotonic() - self.started) if self.clock is not None else 0.0
+        return Spend(
+            iterations=self.iterations,
+            tokens=self.usage.tokens,
+            usd=self.usage.usd,
+            wall_s=wall,
+            executions=self.executions,
+        )
+
+    def remaining(self) -> Budget:
+        """What is left (never negative)."""
+        return self.budget.remaining(self.spend())
+
+    def charge(self, usage: Usage) -> None:
+        """Account a model call's (or a proposal's) usage."""
+        self.usage = self.usage + usage
+
+    def count_round(self) -> None:
+        """A round started."""
+        self.iterations += 1
+
+    def count_runs(self, n: int) -> None:
+        """``n`` test executions are about to start."""
+        self.executions += n
+
+    # -- checks ------------------------------------------------------------------------------------
+
+    def would_exceed(self, extra: Spend) -> str | None:
+        """The first dimension that spending ``extra`` now would push past its bound."""
+        return self.budget.would_exceed(self.spend(), extra)
+
+    def execution_stop(self) -> str:
+        """The dimension (``executions``, ``wall_s``) that forbids another test run, or ''."""
+        spend = self.spend()
+        if self.budget.would_exceed(spend, Spend(executions=1)):
+            return "executions"
+        # A run gets the wall budget left minus a reserve for the bookkeeping after it.
+        if self.budget.wall_s - spend.wall_s < 2 * self.reserve_s:
+            return "wall_s"
+        return ""
+
+    def can_execute(self) -> bool:
+        """Whether another test run may start."""
+        return self.execution_stop() == ""
+
+    def runs_allowed(self, n: int) -> int:
+        """How many of ``n`` test runs may start now (decided up front, so deterministically)."""
+        allowed = 0
+        for _ in range(n):
+            if not self.can_execute() or self.would_exceed(Spend(executions=allowed + 1)):
+                break
+            allowed += 1
+        return allowed
+
+    def rounds_left(self) -> int:
+        """Rounds the iteration budget still allows."""
+        return max(0, self.budget.iterations - self.iterations)
+
+    def round_stop(self, *, llm: bool) -> str:
+        """The dimension that forbids another round (model tokens/USD only for an ``llm`` tier), or ''."""
+        spend = self.spend()
+        if self.budget.would_exceed(spend, Spend(iterations=1)):
+            return "iterations"
+        if llm:
+            for dim in ("tokens", "usd"):
+                if getattr(spend, dim) >= getattr(self.budget, dim):
+                    return dim
+        if not self.can_execute():
+            return self.execution_stop()
+        return ""
+
+    def wall_left(self) -> float:
+        """Wall seconds left (may be negative once overrun)."""
+        return self.budget.wall_s - self.spend().wall_s
+
+    def offered(self, safety: float) -> Budget:
+        """What is left with ``tokens``/``usd`` scaled by ``safety`` (what a model proposer is offered)."""
+        remaining = self.remaining()
+        return remaining.with_(tokens=int(remaining.tokens * safety), usd=remaining.usd * safety)
+
+    # -- model calls -------------------------------------------------------------------------------
+
+    def affordable_output(self, request: LLMRequest, model: str, *, minimum: int) -> Affordable:
+        """:func:`affordable_output` within what is left of this meter's budget."""
+        remaining = self.remaining()
+        return affordable_output(
+            request,
+            model,
+            tokens_left=remaining.tokens,
+            usd_left=remaining.usd,
+            minimum=minimum,
+            price_table=self.price_table,
+        )
+
+
+__all__ = ["OVERHEAD_TOKENS", "Affordable", "BudgetMeter", "affordable_output", "input_tokens"]

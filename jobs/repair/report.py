@@ -1,0 +1,332 @@
+"""The one result of a repair: :class:`RepairReport` (pure value, versioned JSON).
+
+It flows back from a repair to the store and the publisher: the engine builds it from the
+loop's :class:`jobs.repair.loop.RepairResult` (:meth:`RepairReport.from_result`), the store keeps
+:meth:`RepairReport.to_json` in ``attempts.trace``, and the PR body, check run, comments and the
+Action's summary are rendered from it. :meth:`RepairReport.from_json` also reads the shape stored
+before it existed (v1: the ``trace_summary`` dict of ``jobs.repair_service.outcome_from_report``,
+without a ``v`` key; see tests/fixtures/report), so attempts recorded by an older ARCS still render.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from jobs.repair.budget import Budget, Spend
+from jobs.repair.trace_read import (
+    Commands,
+    GateRecord,
+    Interruption,
+    TestTally,
+    TraceDoc,
+    Verification,
+    integer,
+    mapping,
+    number,
+    text,
+    texts,
+)
+
+if TYPE_CHECKING:
+    from jobs.repair.loop import RepairResult
+
+REPORT_VERSION = 2
+"""Version of :meth:`RepairReport.to_json`; 1 is the older summary dict (no ``v`` key)."""
+MAX_FAILURE_LOG_CHARS = 4_000
+"""Characters of the CI failure log kept with the report."""
+MAX_TARGET_TESTS = 50
+MAX_MARKDOWN_CHARS = 1_000_000
+"""What is read back of the trace's Markdown (a PR body keeps far less)."""
+
+
+def _spend(data: object) -> Spend:
+    d = mapping(data)
+    return Spend(
+        iterations=integer(d.get("iterations")) or 0,
+        tokens=integer(d.get("tokens")) or 0,
+        usd=number(d.get("usd")) or 0.0,
+        wall_s=number(d.get("wall_s")) or 0.0,
+        executions=integer(d.get("executions")) or 0,
+    )
+
+
+def _budget(data: object) -> Budget | None:
+    d = mapping(data)
+    if not d:
+        return None
+    values = Budget().as_dict()
+    for name, default in values.items():
+        value = number(d.get(name))
+        values[name] = default if value is None or value < 0 else value
+    return Budget(
+        iterations=int(values["iterations"]),
+        tokens=int(values["tokens"]),
+        usd=values["usd"],
+        wall_s=values["wall_s"],
+        executions=int(values["executions"]),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RepairReport:
+    """What one repair produced, everything the store, the publisher and the Action need."""
+
+    verdict: str
+    """The loop's verdict (``fixed``, ``partial``, ``environment``, ``interrupted``, …; '' when the
+    stored shape did not record it: v1 kept it in the attempt's columns)."""
+    fixed: bool = False
+    reason: str = ""
+    explanation: str = ""
+    tier: str = ""
+    """The last tier that ran (else the requested one)."""
+    tiers: tuple[str, ...] = ()
+    rounds: int = 0
+    candidates: int = 0
+    spend: Spend = field(default_factory=Spend)
+    budget: Budget | None = None
+    """The bounds the loop ran under (None: not recorded)."""
+    stopped_by: str = ""
+    """What ended the search without a fix: a budget dimension, ``rounds``, ``candidates`` or ''."""
+    usd_capped: bool = False
+    """The owner's monthly budget lowered the attempt's own USD budget."""
+    patch: str = ""
+    """The unified diff of a ``fixed`` or ``partial`` result ('' otherwise)."""
+    files: Mapping[str, str | None] = field(default_factory=dict)
+    """New contents of the changed files (``None``: deleted), read back by the engine; empty when
+    the patch was not applied."""
+    tests_before: TestTally | None = None
+    tests_after: TestTally | None = None
+    target_tests: tuple[str, ...] = ()
+    gates: tuple[GateRecord, ...] = ()
+    verification: Verification | None = None
+    pre_existing: tuple[str, ...] = ()
+    """``partial``: the tests that still fail and already failed before the change."""
+    notices: tuple[str, ...] = ()
+    interrupt: Interruption | None = None
+    failure_class: str = ""
+    failure_log: str = ""
+    """The start of the CI failure log (at most :data:`MAX_FAILURE_LOG_CHARS`)."""
+    commands: Commands | None = None
+    trace_id: str = ""
+    trace_path: str = ""
+    trace_markdown: str = ""
+    """The trace rendered as Markdown (``jobs.repair.trace.render_markdown``)."""
+    v: int = REPORT_VERSION
+
+    # -- building -------------------------------------------------------------------------------
+
+    @classmethod
+    def from_result(
+        cls,
+        result: RepairResult,
+        *,
+        trace_path: str,
+        trace_markdown: str,
+        files: Mapping[str, str | None] | None = None,
+        target_tests: Sequence[str] = (),
+        failure_class: str = "",
+        failure_log: str = "",
+        usd_capped: bool = False,
+    ) -> RepairReport:
+        """The report of a loop's result (pure).
+
+        ``trace_markdown`` is ``render_markdown(result.trace)``, passed in so this value module
+        does not import the renderers. ``target_tests`` are used when the trace's reproduction
+        named none (the CI log's tests). ``files``: what the applied patch left in the tree.
+        """
+        trace = result.trace
+        keep_patch = result.fixed or result.verdict == "partial"
+        targets = tuple(trace.reproduction.targets) or tuple(target_tests)
+        return cls(
+            verdict=str(result.verdict),
+            fixed=bool(result.fixed),
+            reason=result.reason,
+            explanation=result.explanation,
+            tier=result.tiers[-1] if result.tiers else trace.tier_requested,
+            tiers=tuple(result.tiers),
+            rounds=result.rounds,
+            candidates=result.candidates,
+            spend=result.spend,
+            budget=result.budget,
+            stopped_by=result.stopped_by,
+            usd_capped=usd_capped,
+            patch=result.patch if keep_patch else "",
+            files=dict(files or {}),
+            tests_before=TestTally.of(result.tests_before),
+            tests_after=TestTally.of(result.tests_after),
+            target_tests=targets[:MAX_TARGET_TESTS],
+            gates=tuple(GateRecord(g.gate, g.passed, g.detail) for g in result.gates),
+            verification=Verification.read(result.verification),
+            pre_existing=tuple(result.pre_existing),
+            notices=tuple(result.notices),
+            interrupt=Interruption.read(trace.interrupt),
+            failure_class=failure_class,
+            failure_log=failure_log[:MAX_FAILURE_LOG_CHARS],
+            commands=Commands.read(trace.commands),
+            trace_id=trace.id,
+            trace_path=trace_path,
+            trace_markdown=trace_markdown,
+        )
+
+    @classmethod
+    def from_trace(cls, doc: TraceDoc, *, trace_path: str = "", trace_markdown: str = "") -> RepairReport:
+        """The report a trace document records (read tolerantly: :meth:`TraceDoc.read`), for a
+        trace file without a stored report. The budget and the CI context are not in a trace."""
+        out = doc.outcome
+        spend = doc.spend
+        return cls(
+            verdict=out.verdict,
+            fixed=out.fixed,
+            reason=out.reason,
+            explanation=out.explanation,
+            tier=doc.tiers[-1] if doc.tiers else doc.tier_requested,
+            tiers=doc.tiers,
+            rounds=len(doc.rounds),
+            candidates=sum(1 for r in doc.rounds for c in r.candidates if not c.duplicate_of),
+            spend=Spend(
+                iterations=spend.iterations or 0,
+                tokens=spend.tokens or 0,
+                usd=spend.usd or 0.0,
+                wall_s=spend.wall_s or 0.0,
+                executions=spend.executions or 0,
+            ),
+            patch=out.patch if out.fixed or out.verdict == "partial" else "",
+            tests_before=doc.reproduction.baseline,
+            tests_after=out.tests_after,
+            target_tests=doc.reproduction.targets[:MAX_TARGET_TESTS],
+            gates=out.gates,
+            verification=out.verification,
+            pre_existing=out.pre_existing,
+            notices=doc.notices,
+            interrupt=doc.interrupt,
+            commands=doc.commands,
+            trace_id=doc.id,
+            trace_path=trace_path,
+            trace_markdown=trace_markdown,
+        )
+
+    # -- derived --------------------------------------------------------------------------------
+
+    @property
+    def verification_line(self) -> str:
+        """The final verification run in words ('' when none ran)."""
+        return self.verification.line() if self.verification is not None else ""
+
+    # -- JSON -----------------------------------------------------------------------------------
+
+    def to_json(self, *, with_files: bool = True) -> dict[str, Any]:
+        """The versioned JSON document (``attempts.trace``); ``with_files=False`` leaves the file
+        contents out (the store keeps them in their own column)."""
+
+        def opt(value: TestTally | Verification | Commands | Interruption | None) -> Any:
+            return None if value is None else value.to_json()
+
+        return {
+            "v": self.v,
+            "verdict": self.verdict,
+            "fixed": self.fixed,
+            "reason": self.reason,
+            "explanation": self.explanation,
+            "tier": self.tier,
+            "tiers": list(self.tiers),
+            "rounds": self.rounds,
+            "candidates": self.candidates,
+            "spend": self.spend.as_dict(),
+            "budget": None if self.budget is None else self.budget.as_dict(),
+            "stopped_by": self.stopped_by,
+            "usd_capped": self.usd_capped,
+            "patch": self.patch,
+            "files": dict(self.files) if with_files else {},
+            "tests_before": opt(self.tests_before),
+            "tests_after": opt(self.tests_after),
+            "target_tests": list(self.target_tests),
+            "gates": [g.to_json() for g in self.gates],
+            "verification": opt(self.verification),
+            "pre_existing": list(self.pre_existing),
+            "notices": list(self.notices),
+            "interrupt": opt(self.interrupt),
+            "failure_class": self.failure_class,
+            "failure_log": self.failure_log,
+            "commands": opt(self.commands),
+            "trace_id": self.trace_id,
+            "trace_path": self.trace_path,
+            "trace_markdown": self.trace_markdown,
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> RepairReport:
+        """Read :meth:`to_json` output, or the v1 summary dict (no ``v``), tolerantly: a missing
+        or mistyped field reads as its default. ValueError for a newer ``v`` or a non-mapping."""
+        if not isinstance(data, Mapping):
+            raise ValueError("a repair report is a JSON object")
+        version = data.get("v", 1)
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise ValueError(f"unsupported repair report version {version!r}")
+        if version > REPORT_VERSION:
+            raise ValueError(
+                f"unsupported repair report version {version} (this ARCS reads up to {REPORT_VERSION})"
+            )
+        tiers = texts(data.get("tiers"), 50)
+        common: dict[str, Any] = {
+            "tiers": tiers,
+            "candidates": integer(data.get("candidates")) or 0,
+            "tests_before": TestTally.read(data.get("tests_before")),
+            "tests_after": TestTally.read(data.get("tests_after")),
+            "target_tests": texts(data.get("target_tests")),
+            "gates": GateRecord.read_all(data.get("gates")),
+            "verification": Verification.read(data.get("verification")),
+            "pre_existing": texts(data.get("pre_existing")),
+            "notices": texts(data.get("notices")),
+            "interrupt": Interruption.read(data.get("interrupt")),
+            "failure_class": text(data.get("failure_class"), 100),
+            "failure_log": text(data.get("failure_log"), MAX_FAILURE_LOG_CHARS),
+            "commands": Commands.read(data.get("commands")),
+            "trace_id": text(data.get("trace_id"), 200),
+        }
+        if version == 1:
+            # outcome_from_report's dict: the verdict, reason, patch, tier… lived in the attempt's
+            # columns; only the test run's duration and executions of the spend were kept.
+            return cls(
+                verdict="",
+                tier=tiers[-1] if tiers else "",
+                spend=Spend(
+                    wall_s=number(data.get("duration_s")) or 0.0,
+                    executions=integer(data.get("executions")) or 0,
+                ),
+                trace_markdown=text(data.get("markdown"), MAX_MARKDOWN_CHARS),
+                v=1,
+                **common,
+            )
+        # The patch and the files are what gets pushed: read whole, never cut.
+        files = {
+            str(path): content if isinstance(content, str) else None
+            for path, content in mapping(data.get("files")).items()
+        }
+        patch = data.get("patch")
+        return cls(
+            verdict=text(data.get("verdict"), 100),
+            fixed=bool(data.get("fixed")),
+            reason=text(data.get("reason"), 5_000),
+            explanation=text(data.get("explanation"), 20_000),
+            tier=text(data.get("tier"), 50),
+            rounds=integer(data.get("rounds")) or 0,
+            spend=_spend(data.get("spend")),
+            budget=_budget(data.get("budget")),
+            stopped_by=text(data.get("stopped_by"), 50),
+            usd_capped=bool(data.get("usd_capped")),
+            patch=patch if isinstance(patch, str) else "",
+            files=files,
+            trace_path=text(data.get("trace_path"), 4_000),
+            trace_markdown=text(data.get("trace_markdown"), MAX_MARKDOWN_CHARS),
+            v=version,
+            **common,
+        )
+
+
+__all__ = [
+    "MAX_FAILURE_LOG_CHARS",
+    "REPORT_VERSION",
+    "RepairReport",
+]

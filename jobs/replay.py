@@ -1,0 +1,184 @@
+"""``arcs replay``: re-run a trace's loop with its recorded LLM responses and recorded retrieval
+(the frozen index snapshot) on the same base tree; report the first divergence, if any.
+
+A run that an interrupt stopped (``/arcs stop``, an admin's pause) is replayed with an interrupt that
+stops at the same check (:class:`RecordedInterrupt`). A run whose patch was applied afterwards is
+replayed on a copy with the recorded base text restored (:func:`_restore_base`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from jobs.engine import EngineSettings, Progress, RunnerConfig, make_runner
+from jobs.repair.errors import UsageError
+from jobs.repair.loop import LoopConfig, RepairLoop
+from jobs.repair.ports import Clock, Proposer
+from jobs.repair.proposers.replay import ReplayDivergence, ReplayLLM, load_records
+from jobs.repair.tiers import TierRequest
+from jobs.repair.trace import (
+    Divergence,
+    RecordedRetriever,
+    ReplayMismatch,
+    Trace,
+    compare_outcomes,
+    load_trace,
+)
+from jobs.sandbox_workbench import SandboxWorkbench, SystemClock
+from runners.base import Runner
+from runners.workspace import ephemeral_workspace
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayReport:
+    """What :func:`replay` found."""
+
+    recorded: Trace
+    replayed: Trace | None
+    divergence: Divergence | None
+
+    @property
+    def reproduced(self) -> bool:
+        """The replay reproduced the recorded patch and verdict."""
+        return self.divergence is None
+
+
+def replay(
+    settings: EngineSettings,
+    trace_path: Path,
+    *,
+    repo: Path | None = None,
+    runner: Runner | None = None,
+    clock: Clock | None = None,
+    unsafe_no_sandbox: bool = False,
+    toolchain_paths: tuple[Path, ...] = (),
+    progress: Progress | None = None,
+) -> ReplayReport:
+    """Re-run the loop recorded in ``trace_path`` with its recorded model responses and retrieval
+    on the same base tree, and compare (see :func:`jobs.repair.trace.compare_outcomes`)."""
+    from jobs.config import load_repo_config
+    from jobs.repair.proposers.anthropic import AnthropicProposer
+    from jobs.repair.tier0.templates import TemplateProposer
+    from runners.commands import resolve_test_command
+
+    # The recorded run carries everything else; the settings choose the runner.
+    notify = progress or (lambda _message: None)
+    try:
+        recorded = load_trace(Path(trace_path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"replay: cannot read {trace_path}: {exc.strerror or exc}") from exc
+    except ValueError as exc:
+        raise UsageError(f"replay: {trace_path}: {exc}") from exc
+    if recorded.task is None:
+        raise UsageError(f"replay: {trace_path} records no task")
+    base = Path(repo or recorded.repo.get("path", "")).expanduser()
+    if not str(base) or not base.is_dir():
+        raise UsageError(f"replay: the recorded repository {base} is not a folder (pass --repo)")
+    base = base.resolve()
+    command = str(recorded.repo.get("test_command", "")) or None
+    base_config = load_repo_config(base)
+    resolved = resolve_test_command(base, explicit=command, config=base_config)
+    records = load_records("".join(_jsonl(c) for c in recorded.llm_calls))
+    replay_llm = ReplayLLM(records, model=recorded.model or None) if recorded.model else None
+    proposer: Proposer = AnthropicProposer(replay_llm) if replay_llm is not None else TemplateProposer()
+    retriever = RecordedRetriever(recorded) if recorded.index_snapshot else None
+    config = LoopConfig.from_json(recorded.config)
+    runner = runner or make_runner(
+        RunnerConfig.of(settings), unsafe_no_sandbox, toolchain_paths, base_config.setup_allow
+    )
+    with contextlib.ExitStack() as stack:
+        workbench = stack.enter_context(SandboxWorkbench(base, resolved, runner))
+        digest = workbench.source().digest()
+        want = str(recorded.repo.get("source_digest", ""))
+        applied_base = recorded.repo.get("applied_base")
+        if want and digest != want and isinstance(applied_base, dict):
+            # The patch was applied after the run: replay on a copy with the base text restored.
+            copy = stack.enter_context(ephemeral_workspace(base))
+            _restore_base(copy, applied_base)
+            workbench = stack.enter_context(SandboxWorkbench(copy, resolved, runner))
+            digest = workbench.source().digest()
+        if want and digest != want:
+            return ReplayReport(recorded, None, Divergence("source", "tree digest", want[:16], digest[:16]))
+        loop = RepairLoop(
+            retriever,
+            proposer,
+            workbench,
+            clock or SystemClock(),
+            llm=replay_llm,
+            config=config,
+            interrupt=RecordedInterrupt.of(recorded),
+        )
+        notify(f"replaying {recorded.id or trace_path} ({len(records)} recorded model calls)")
+        try:
+            result = loop.run(recorded.task, recorded.budget, _tier(recorded.tier_requested))
+        except ReplayDivergence as exc:
+            where = f"model call {exc.call_index + 1}" + (f" ({exc.purpose})" if exc.purpose else "")
+            return ReplayReport(
+                recorded,
+                None,
+                Divergence(where, "request", exc.expected_fingerprint[:16], exc.got_fingerprint[:16]),
+            )
+        except ReplayMismatch as exc:
+            return ReplayReport(recorded, None, Divergence("retrieval", "query", "", str(exc)))
+    replayed = result.trace
+    divergence = compare_outcomes(recorded, replayed)
+    if divergence is None and replay_llm is not None and not replay_llm.exhausted:
+        divergence = Divergence("model calls", "count", str(len(records)), str(replay_llm.position))
+    return ReplayReport(recorded, replayed, divergence)
+
+
+class RecordedInterrupt:
+    """Replays a recorded interrupt: answers the recorded reason at the recorded check."""
+
+    def __init__(self, at: int, reason: str) -> None:
+        self.at = at
+        self.reason = reason
+        self.checks = 0
+
+    @classmethod
+    def of(cls, trace: Trace) -> RecordedInterrupt | None:
+        """The interrupt of ``trace`` (None when nothing interrupted it)."""
+        record = trace.interrupt
+        if not record:
+            return None
+        return cls(int(record.get("check") or 1), str(record.get("reason") or "interrupted"))
+
+    def check(self) -> str | None:
+        """The recorded reason from the recorded check on."""
+        self.checks += 1
+        return self.reason if self.checks >= self.at else None
+
+
+def _restore_base(root: Path, files: dict[str, object]) -> None:
+    """Write the recorded base text of each touched file into ``root`` (None: the file did not exist)."""
+    top = root.resolve()
+    for rel, text in files.items():
+        target = (root / str(rel)).resolve()
+        if not target.is_relative_to(top):
+            raise UsageError(f"replay: recorded path {rel!r} escapes the repository")
+        if text is None:
+            with contextlib.suppress(FileNotFoundError):
+                target.unlink()
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(str(text), encoding="utf-8")
+
+
+def _tier(name: str) -> TierRequest:
+    from jobs.repair.tiers import parse_tier
+
+    try:
+        return parse_tier(name or "auto")
+    except ValueError as exc:
+        raise UsageError(f"replay: {exc}") from None
+
+
+def _jsonl(record: object) -> str:
+    import json
+
+    return json.dumps(record, sort_keys=True) + "\n"
+
+
+__all__ = ["RecordedInterrupt", "ReplayReport", "replay"]
