@@ -18,25 +18,9 @@ from jobs.repair.tier0.autofix import CommandRun
 from jobs.sandbox_workbench import write_change
 from runners.base import Runner
 from runners.commands import BASE_ENV
+from runners.execute import SKIP_DIRS
 from runners.workspace import ephemeral_workspace
 
-_SKIP_DIRS = frozenset(
-    {
-        ".git",
-        "node_modules",
-        ".venv",
-        "venv",
-        "__pycache__",
-        ".tox",
-        ".nox",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-        "target",
-        ".arcs",
-    }
-)
-"""Folders a formatter's result never lives in (dependencies, caches the tools themselves write)."""
 _OUTPUT_TAIL = 4000
 _MODE_EXEC = 0o100755
 _MODE_FILE = 0o100644
@@ -125,7 +109,7 @@ def _stamps(root: Path) -> dict[str, Stamp]:
     out: dict[str, Stamp] = {}
     base = str(root)
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS]
+        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
         rel = os.path.relpath(dirpath, base)
         prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
         for name in filenames:

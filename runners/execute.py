@@ -32,7 +32,7 @@ WorkspaceFactory = Callable[[Path], AbstractContextManager[Path]]
 SANDBOX_ROOTS: tuple[str, ...] = ("/workspace",)
 """Where sandboxes mount the workspace (see ``runners.sandbox.SANDBOX_WORKDIR``); stripped from paths."""
 
-_SKIP_DIRS = frozenset(
+SKIP_DIRS = frozenset(
     {
         ".git",
         "node_modules",
@@ -43,10 +43,12 @@ _SKIP_DIRS = frozenset(
         ".nox",
         ".mypy_cache",
         ".pytest_cache",
+        ".ruff_cache",
         "target",
         ".arcs",
     }
 )
+"""Folders never listed or diffed: VCS, dependencies, caches (tools write them during a run)."""
 MAX_LISTED_FILES = 200_000
 
 
@@ -66,7 +68,7 @@ def list_repo_files(root: Path, *, limit: int = MAX_LISTED_FILES) -> list[str]:
     out: list[str] = []
     base = str(root)
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
         rel = os.path.relpath(dirpath, base)
         prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
         for name in sorted(filenames):

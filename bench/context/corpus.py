@@ -15,13 +15,13 @@ A held-out case is an outside case (same format as ``bench/outside/cases/*/case.
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from bench.common import init_git_repo
-from bench.outside.corpus import Package, apply_mutation, unpacked
+from bench.outside.corpus import Package
+from bench.outside.corpus import materialize as outside_materialize
 from bench.repair.corpus import Case, CaseFix, copy_case, load_cases
 
 HERE = Path(__file__).resolve().parent
@@ -77,13 +77,7 @@ BY_NAME = {p.name: p for p in HELD_OUT_PACKAGES}
 
 def materialize(source: dict[str, Any], dest: Path) -> Path:
     """The held-out package's tree with the case's mutation applied, in ``dest``."""
-    pkg = BY_NAME[source["package"]]
-    if source.get("version") != pkg.version:
-        raise ValueError(f"{pkg.name}: case pins {source.get('version')}, the manifest {pkg.version}")
-    shutil.copytree(unpacked(pkg), dest, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
-    if source.get("mutation"):
-        apply_mutation(dest, source["mutation"])
-    return dest
+    return outside_materialize(source, dest, packages=BY_NAME)
 
 
 def _case_of(meta: dict[str, Any]) -> Case:

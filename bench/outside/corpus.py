@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -153,9 +154,10 @@ def apply_mutation(repo: Path, mutation: dict[str, Any]) -> None:
     path.write_text("\n".join(lines), encoding="utf-8")
 
 
-def materialize(source: dict[str, Any], dest: Path) -> Path:
-    """The package's tree with the case's mutation applied, in ``dest``."""
-    pkg = BY_NAME[source["package"]]
+def materialize(source: dict[str, Any], dest: Path, *, packages: Mapping[str, Package] | None = None) -> Path:
+    """The package's tree with the case's mutation applied, in ``dest`` (``packages``: the manifest
+    to look the package up in; this corpus's by default)."""
+    pkg = (BY_NAME if packages is None else packages)[source["package"]]
     if source.get("version") != pkg.version:
         raise ValueError(f"{pkg.name}: case pins {source.get('version')}, the manifest {pkg.version}")
     shutil.copytree(unpacked(pkg), dest, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
