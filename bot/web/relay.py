@@ -11,7 +11,7 @@ path costs one database write, and nothing is lost when a step fails:
   its jobs again;
 * the process dies after the broker took the jobs and before the row was marked: the jobs are
   enqueued a second time. Every job carries its idempotency key, and the worker claims one attempt
-  per key (:func:`jobs.pipeline._claim`: a second message for a claimed attempt is a no-op), so
+  per key (:func:`jobs.run.claim`: a second message for a claimed attempt is a no-op), so
   the repair still runs once.
 
 A claim renews the grace (one statement, ``SKIP LOCKED`` on PostgreSQL), so relays of several web
