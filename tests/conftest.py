@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -53,6 +55,20 @@ def write_tree(root: Path, files: Mapping[str, str | bytes]) -> None:
             target.write_bytes(content)
         else:
             target.write_text(content, encoding="utf-8")
+
+
+@functools.cache
+def sandbox_works() -> bool:
+    """Whether bubblewrap can create a sandbox on this machine (checked once per test process)."""
+    if shutil.which("bwrap") is None:
+        return False
+    from runners.sandbox import LocalSandbox, SandboxUnavailable
+
+    try:
+        LocalSandbox().check()
+    except SandboxUnavailable:
+        return False
+    return True
 
 
 MakeRepo = Callable[..., Path]

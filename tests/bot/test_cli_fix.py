@@ -20,7 +20,7 @@ from jobs.repair.trace import load_trace
 from runners.base import Execution, Runner
 from runners.commands import JUNIT_PATH
 from runners.fake import FakeCall, FakeRunner, fake_execution
-from tests.conftest import git
+from tests.conftest import git, sandbox_works
 from tests.fakes.anthropic_server import Reply, serving
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "fix"
@@ -298,21 +298,9 @@ def test_llm_tier_through_a_local_anthropic_server_and_its_replay(
 # --------------------------------------------------------------------------- the real sandbox
 
 
-def _sandbox_works() -> bool:
-    if shutil.which("bwrap") is None:
-        return False
-    from runners.sandbox import LocalSandbox, SandboxUnavailable
-
-    try:
-        LocalSandbox().check()
-    except SandboxUnavailable:
-        return False
-    return True
-
-
 @pytest.mark.sandbox
 @pytest.mark.slow
-@pytest.mark.skipif(not _sandbox_works(), reason="bubblewrap cannot create a sandbox here")
+@pytest.mark.skipif(not sandbox_works(), reason="bubblewrap cannot create a sandbox here")
 def test_real_fix_json_then_replay(
     tmp_path: Path, settings: Settings, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -332,7 +320,7 @@ def test_real_fix_json_then_replay(
 
 @pytest.mark.sandbox
 @pytest.mark.slow
-@pytest.mark.skipif(not _sandbox_works(), reason="bubblewrap cannot create a sandbox here")
+@pytest.mark.skipif(not sandbox_works(), reason="bubblewrap cannot create a sandbox here")
 def test_real_fix_apply_on_a_renamed_function(
     tmp_path: Path, settings: Settings, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -349,7 +337,7 @@ def test_real_fix_apply_on_a_renamed_function(
 
 @pytest.mark.sandbox
 @pytest.mark.slow
-@pytest.mark.skipif(not _sandbox_works(), reason="bubblewrap cannot create a sandbox here")
+@pytest.mark.skipif(not sandbox_works(), reason="bubblewrap cannot create a sandbox here")
 def test_real_demo(tmp_path: Path, settings: Settings, capsys: pytest.CaptureFixture[str]) -> None:
     dest = tmp_path / "demo"
     code, out, err = run_cli(["demo", "--dest", str(dest), "--json"], settings, capsys)

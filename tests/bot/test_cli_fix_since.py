@@ -5,7 +5,6 @@ the trace (issue #14)."""
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import pytest
 from bot.cli import commands, fix_cmd, main
 from bot.settings import Settings
 from jobs.repair.trace import load_trace
-from tests.conftest import git
+from tests.conftest import git, sandbox_works
 
 
 @pytest.fixture(autouse=True)
@@ -25,18 +24,6 @@ def _registered(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ARCS_MODEL", "ARCS_TRACES_DIR"):
         monkeypatch.delenv(name, raising=False)
     yield
-
-
-def _sandbox_works() -> bool:
-    if shutil.which("bwrap") is None:
-        return False
-    from runners.sandbox import LocalSandbox, SandboxUnavailable
-
-    try:
-        LocalSandbox().check()
-    except SandboxUnavailable:
-        return False
-    return True
 
 
 def commit(repo: Path, files: dict[str, str], title: str, author: str = "Ada <ada@example.com>") -> str:
@@ -62,7 +49,7 @@ UGLY = "def area( w,h ):\n  return w*h\n"
 
 @pytest.mark.sandbox
 @pytest.mark.slow
-@pytest.mark.skipif(not _sandbox_works(), reason="bubblewrap cannot create a sandbox here")
+@pytest.mark.skipif(not sandbox_works(), reason="bubblewrap cannot create a sandbox here")
 def test_formatter_failure_fixed_with_no_llm(
     tmp_path: Path, settings: Settings, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -98,7 +85,7 @@ TESTS = (
 
 @pytest.mark.sandbox
 @pytest.mark.slow
-@pytest.mark.skipif(not _sandbox_works(), reason="bubblewrap cannot create a sandbox here")
+@pytest.mark.skipif(not sandbox_works(), reason="bubblewrap cannot create a sandbox here")
 def test_the_culprit_hunk_is_undone_and_named(
     tmp_path: Path, settings: Settings, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,7 +15,7 @@ from bot.settings import Settings
 from runners.base import Runner
 from runners.commands import JUNIT_PATH
 from runners.fake import FakeRunner, fake_execution
-from tests.conftest import MakeRepo
+from tests.conftest import MakeRepo, sandbox_works
 
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
 JUNIT = Path(__file__).resolve().parent.parent / "fixtures" / "junit"
@@ -205,21 +204,9 @@ def test_bad_arcs_yml_is_exit_2(
 # --------------------------------------------------------------------------- arcs test (real sandbox)
 
 
-def _sandbox_works() -> bool:
-    if shutil.which("bwrap") is None:
-        return False
-    from runners.sandbox import LocalSandbox, SandboxUnavailable
-
-    try:
-        LocalSandbox().check()
-    except SandboxUnavailable:
-        return False
-    return True
-
-
 @pytest.mark.sandbox
 @pytest.mark.slow
-@pytest.mark.skipif(not _sandbox_works(), reason="bubblewrap cannot create a sandbox here")
+@pytest.mark.skipif(not sandbox_works(), reason="bubblewrap cannot create a sandbox here")
 def test_real_pytest_repo_through_the_sandbox(
     settings: Settings, capsys: pytest.CaptureFixture[str], make_repo: MakeRepo
 ) -> None:

@@ -12,6 +12,7 @@ import pytest
 from jobs.repair.edits import apply_edits
 from jobs.repair.fakes_change import FakeCommandBench
 from jobs.repair.tier0.autofix import MISSING_COMMAND, autofix
+from tests.conftest import sandbox_works
 
 # A fake "fmt" tool: `fmt --check [files]` exits 1 when a file has trailing spaces; `fmt [files]`
 # strips them. No file arguments (or "."): every .py file.
@@ -121,24 +122,12 @@ def test_the_proposal_reproduces_the_change(tmp_path: Path) -> None:
 # -- the real sandbox and the real ruff ---------------------------------------------------------
 
 
-def _sandbox_works() -> bool:
-    if shutil.which("bwrap") is None:
-        return False
-    from runners.sandbox import LocalSandbox, SandboxUnavailable
-
-    try:
-        LocalSandbox().check()
-    except SandboxUnavailable:
-        return False
-    return True
-
-
 UGLY = "import os\nx = [1,2,\n  3]\ndef f( a ):\n  return a\n"
 CLEAN = "y = 1\n"
 
 
 @pytest.mark.sandbox
-@pytest.mark.skipif(not _sandbox_works(), reason="bubblewrap cannot create a sandbox here")
+@pytest.mark.skipif(not sandbox_works(), reason="bubblewrap cannot create a sandbox here")
 @pytest.mark.skipif(
     shutil.which("ruff", path=str(Path(sys.prefix) / "bin")) is None, reason="no ruff in the venv"
 )

@@ -14,7 +14,7 @@ from jobs.sandbox_workbench import DirectorySource, SandboxWorkbench, to_outcome
 from runners.commands import JUNIT_PATH, resolve_test_command
 from runners.fake import FakeCall, FakeRunner, fake_execution
 from runners.results import Frame, TestFailure, TestResult, TestRun
-from tests.conftest import MakeRepo, git
+from tests.conftest import MakeRepo, git, sandbox_works
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 BOUNDARY = FIXTURES / "fix" / "boundary"
@@ -148,21 +148,9 @@ def test_verification_runs_the_exact_command_without_the_hang_probe(tmp_path: Pa
     assert "arcs_hang_probe" not in verification
 
 
-def _sandbox_works() -> bool:
-    if shutil.which("bwrap") is None:
-        return False
-    from runners.sandbox import LocalSandbox, SandboxUnavailable
-
-    try:
-        LocalSandbox().check()
-    except SandboxUnavailable:
-        return False
-    return True
-
-
 @pytest.mark.sandbox
 @pytest.mark.slow
-@pytest.mark.skipif(not _sandbox_works(), reason="bubblewrap cannot create a sandbox here")
+@pytest.mark.skipif(not sandbox_works(), reason="bubblewrap cannot create a sandbox here")
 def test_real_sandbox_runs(tmp_path: Path, make_repo: MakeRepo) -> None:
     from runners.factory import make_runner
 

@@ -7,7 +7,6 @@ in the real bubblewrap sandbox on small repositories.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from jobs.repair.loop import LoopConfig, RepairLoop
 from jobs.repair.task import RepairTask
 from jobs.repair.trace import dump_trace, load_trace
 from jobs.repair.workbench import TestOutcome
-from tests.conftest import MakeRepo
+from tests.conftest import MakeRepo, sandbox_works
 
 CORE = "calc/core.py"
 FILES = {CORE: "def is_adult(age):\n    return age > 18\n\n\ndef label(total):\n    return str(total)\n"}
@@ -169,19 +168,7 @@ def _key(bench: FakeWorkbench, proposal: object) -> str:
 # --------------------------------------------------------------------------- the real sandbox
 
 
-def _sandbox_works() -> bool:
-    if shutil.which("bwrap") is None:
-        return False
-    from runners.sandbox import LocalSandbox, SandboxUnavailable
-
-    try:
-        LocalSandbox().check()
-    except SandboxUnavailable:
-        return False
-    return True
-
-
-sandboxed = pytest.mark.skipif(not _sandbox_works(), reason="bubblewrap cannot create a sandbox here")
+sandboxed = pytest.mark.skipif(not sandbox_works(), reason="bubblewrap cannot create a sandbox here")
 
 CALC = "def is_adult(age):\n    return age > 18\n\n\ndef label(total):\n    return 'Total: %s' % total\n"
 CALC_TESTS = (
