@@ -9,7 +9,11 @@ runner, parsed per-test results.
   :func:`runners.failfast.without_fail_fast`; narrowed to the selected tests when the framework
   can) and parses the results (:func:`runners.execute.run_in_workspace`). One call, one execution.
 - :meth:`SandboxWorkbench.verify` runs the *exact* command as given (fail-fast flags included) the
-  same way: the final verification behind a ``fixed`` verdict.
+  same way: the final verification behind a ``fixed`` verdict (never probed).
+- Hangs: every diagnosis run is probed (:mod:`runners.hang`). The first whole-suite run of the base
+  tree (the baseline) also sets per-test limits for every later run, measured once
+  (:func:`runners.hang.limits_of`): a candidate that still hangs where the baseline hung is stopped
+  after about as long as the slowest test that finished, not after the ratio rule's 10 s or more.
 
 The user's work tree is only ever read.
 """
@@ -33,7 +37,7 @@ from runners.base import Runner
 from runners.commands import ResolvedCommand
 from runners.execute import run_in_workspace
 from runners.failfast import without_fail_fast
-from runners.hang import HangProbe
+from runners.hang import HangProbe, limits_of, write_limits
 from runners.results import TestFailure, TestRun
 from runners.workspace import ephemeral_workspace
 
@@ -170,6 +174,10 @@ class SandboxWorkbench:
         self._stack = contextlib.ExitStack()
         self._scratch: Path | None = None
         self.runs = 0
+        self._limits: dict[str, float] | None = None
+        """Per-test hang limits from the baseline (None until it ran)."""
+        self.observed_hang = ""
+        """The test the baseline's probe stopped as a hang ('' when none)."""
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -201,6 +209,20 @@ class SandboxWorkbench:
             "verification": self.exact.command,
             **{k: v for k, v in self.observation.to_dict().items() if k != "command"},
             "toolchain": self.toolchain,
+        }
+
+    @property
+    def hang_limits(self) -> dict[str, float]:
+        """What the baseline set for later runs: ``hung_s`` (the limit of the test it stopped as a
+        hang, 0 when none), ``floor_s`` (the shortest limit), ``tests`` (how many have one); {}
+        before the baseline or without per-test limits."""
+        if not self._limits or self.hang_probe is None:
+            return {}
+        hung = self.observed_hang
+        return {
+            "hung_s": self._limits.get(hung, 0.0) if hung else 0.0,
+            "floor_s": min(self._limits.values()),
+            "tests": float(len(self._limits)),
         }
 
     def source(self) -> DirectorySource:
@@ -248,9 +270,13 @@ class SandboxWorkbench:
         probe: bool = True,
     ) -> TestOutcome:
         self.runs += 1
+        probe = probe and self.hang_probe is not None
+        baseline = probe and change is None and not selected and self._limits is None
         with ephemeral_workspace(self.repo, root=self.workspace_root) as ws:
             if change is not None:
                 write_change(ws, change)
+            if probe and self._limits:
+                write_limits(ws, self._limits)
             run = run_in_workspace(
                 self.runner,
                 ws,
@@ -259,6 +285,13 @@ class SandboxWorkbench:
                 memory_mb=self.memory_mb,
                 env=self.env,
                 hang_probe=self.hang_probe if probe else None,
+            )
+        if baseline:
+            # Measured once: every later run of this repair shares the baseline's per-test limits.
+            self._limits = limits_of(run)
+            self.observed_hang = next(
+                (r.id for r in run.results if run.hang_s > 0 and r.failure and r.failure.type == "timeout"),
+                "",
             )
         return to_outcome(run, selected=selected)
 

@@ -592,6 +592,8 @@ def _framework_of_script(root: Path, command: str) -> Framework | None:
         return "jest"
     if _NODE_TEST.search(script):
         return "node"
+    if framework_of_command(script) == "tap":
+        return "tap"
     if _has_node_package(root, "vitest"):
         return "vitest"
     if _has_node_package(root, "jest"):

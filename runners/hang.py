@@ -13,7 +13,14 @@ of the repository (``.arcs/hang/``, never into the user's tree) and loads with `
   It prints every thread's stack (the frames of the ``timeout`` failure) to the real stderr and
   exits the process;
 * every test start and every non-passing (and every call) report is appended to an event log, so
-  the tests observed before the hang keep their outcomes although no report file is written.
+  the tests observed before the hang keep their outcomes although no report file is written;
+* a failing subtest does not end its test's call: pytest's own faulthandler plugin cancels every
+  pending dump when one fails (``pytest_exception_interact``), so the probe re-arms the test's
+  deadline there, and a subtest's report does not count as the test's end;
+* per-test limits (:func:`limits_of`, ``limits.json`` next to the plugin, written by
+  :func:`write_limits`) replace the ratio rule for the tests they name: measured once on a repair's
+  baseline and shared by every later run, they stop a candidate that still hangs after about as
+  long as the slowest test that finished (at least 3 s) instead of the ratio rule's 10 s or more.
 
 ``node --test`` follows the same rule with a preload and a worker thread (:mod:`runners.hang_node`).
 
@@ -27,10 +34,12 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from runners.commands import ResolvedCommand
+from runners.results import TestRun
 
 DEFAULT_HANG_PROBE_S = 10.0
 """A test whose call runs longer than this (and :data:`DEFAULT_HANG_RATIO` times everything
@@ -43,6 +52,8 @@ PROBE_DIR = ".arcs/hang"
 
 PLUGIN = "arcs_hang_probe"
 EVENTS = "events.jsonl"
+LIMITS = "limits.json"
+"""Per-test limits (``{test id: seconds}``) a run's probe applies instead of the ratio rule."""
 
 _PLUGIN_SOURCE = '''\
 """ARCS hang probe (written by ARCS into its private copy of the repository; see runners/hang.py)."""
@@ -62,6 +73,12 @@ try:
 except OSError:
     _ERR = 2
 _fd = None
+_deadline = None
+try:  # per-test limits measured on the baseline (runners/hang.py: limits_of)
+    with open(os.environ.get("ARCS_HANG_LIMITS") or "", encoding="utf-8") as _f:
+        _LIMITS = {str(k): float(v) for k, v in json.load(_f).items()}
+except (OSError, ValueError, TypeError, AttributeError):
+    _LIMITS = {}
 
 
 def _event(**data):
@@ -81,14 +98,28 @@ def pytest_runtest_call(item):
     if _PROBE <= 0:
         yield
         return
-    before = time.monotonic() - _T0
-    limit = max(_PROBE, _RATIO * before)
-    _event(start=item.nodeid, limit_s=round(limit, 3), before_s=round(before, 3))
+    global _deadline
+    now = time.monotonic()
+    before = now - _T0
+    known = _LIMITS.get(item.nodeid)
+    limit = known if known else max(_PROBE, _RATIO * before)
+    _event(start=item.nodeid, limit_s=round(limit, 3), before_s=round(before, 3), known=bool(known))
+    _deadline = now + limit
     faulthandler.dump_traceback_later(limit, exit=True, file=_ERR)
     try:
         yield
     finally:
+        _deadline = None
         faulthandler.cancel_dump_traceback_later()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_exception_interact(node, call, report):
+    # pytest's faulthandler plugin cancels every pending dump here, also for a failing subtest in
+    # the middle of a test's call: the test's own deadline stays armed.
+    if _deadline is not None:
+        left = max(_deadline - time.monotonic(), 0.001)
+        faulthandler.dump_traceback_later(left, exit=True, file=_ERR)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -106,10 +137,13 @@ def pytest_runtest_logreport(report):
         lines = [ln for ln in str(report.longreprtext or "").splitlines() if ln.startswith("E ")]
         message = "\\n".join(ln[1:].strip() for ln in lines[:5])
     _event(done=report.nodeid, outcome=report.outcome, when=report.when,
-           s=round(report.duration, 4), type=getattr(report, "_arcs_type", ""), message=message[:2000])
+           s=round(report.duration, 4), type=getattr(report, "_arcs_type", ""), message=message[:2000],
+           sub=hasattr(report, "context"))
 '''
 
 _DUMP = re.compile(r"^Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!\s*$", re.M)
+_DUMP_EXITS = frozenset({1, -11, 139})
+"""faulthandler's exit status, or SIGSEGV (signal, or 128 + 11 through a shell) during the dump."""
 _PYTEST = re.compile(r"(?:^|\s)(?:\S*python[\d.]*\s+-m\s+pytest|\S*pytest|py\.test)(?=\s|$)")
 
 
@@ -191,7 +225,8 @@ def shell_prefix(probe: HangProbe, framework: str | None = "pytest") -> str:
         preload = f'\\"$PWD/{PROBE_DIR}/{PRELOAD}\\"'
         return f'export NODE_OPTIONS="--require={preload}${{NODE_OPTIONS:+ $NODE_OPTIONS}}" ' + common
     return (
-        f'export PYTHONPATH={folder}"${{PYTHONPATH:+:$PYTHONPATH}}" ARCS_HANG_LOG={folder}/{EVENTS} ' + common
+        f'export PYTHONPATH={folder}"${{PYTHONPATH:+:$PYTHONPATH}}" ARCS_HANG_LOG={folder}/{EVENTS} '
+        f"ARCS_HANG_LIMITS={folder}/{LIMITS} " + common
     )
 
 
@@ -209,6 +244,45 @@ def install(workspace: Path, framework: str | None = "pytest") -> None:
     (folder / EVENTS).unlink(missing_ok=True)
     # The sandbox user may differ from the owner of the copy: the log must be creatable.
     folder.chmod(0o777)
+
+
+DEFAULT_LIMIT_FLOOR_S = 3.0
+"""No per-test limit is shorter than this (a loaded machine stretches short tests)."""
+DEFAULT_LIMIT_FACTOR = 5.0
+
+
+def limits_of(
+    run: TestRun, *, floor_s: float = DEFAULT_LIMIT_FLOOR_S, factor: float = DEFAULT_LIMIT_FACTOR
+) -> dict[str, float]:
+    """Per-test limits for the runs after ``run`` (a pytest baseline), measured once and shared.
+
+    A test ``run`` saw finish may take ``factor`` x its own duration (at least ``floor_s``); the test
+    the probe stopped as a hang may take as long as the slowest test that finished (at least
+    ``floor_s``): a candidate that does not fix the hang is stopped after that long instead of after
+    the ratio rule's ``max(probe, ratio x everything before it)``. Tests ``run`` never observed keep the
+    ratio rule. Empty for other frameworks (their ids are not pytest node ids)."""
+    if run.framework != "pytest":
+        return {}
+    hung = {
+        r.id for r in run.results if run.hang_s > 0 and r.failure is not None and r.failure.type == "timeout"
+    }
+    limits: dict[str, float] = {}
+    slowest = 0.0
+    for r in run.results:
+        if r.id in hung or r.outcome not in ("passed", "failed") or r.duration_s is None:
+            continue
+        slowest = max(slowest, r.duration_s)
+        limits[r.id] = max(limits.get(r.id, 0.0), floor_s, factor * r.duration_s)
+    for tid in hung:
+        limits[tid] = max(floor_s, slowest)
+    return {k: round(v, 3) for k, v in sorted(limits.items())}
+
+
+def write_limits(workspace: Path, limits: Mapping[str, float]) -> None:
+    """Write ``limits`` (:func:`limits_of`) where the probe of a run in ``workspace`` reads them."""
+    folder = Path(workspace) / PROBE_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / LIMITS).write_text(json.dumps(dict(limits)), encoding="utf-8")
 
 
 def read_events(text: str) -> list[dict[str, object]]:
@@ -229,16 +303,19 @@ def hang_of(events: list[dict[str, object]], *, exit_code: int, output: str) -> 
 
     A hang needs all three: the last test that started never reported its call, faulthandler's
     ``Timeout (h:mm:ss)!`` header is in the output, and the process exited with faulthandler's
-    status 1 (a dump printed by some other faulthandler user, after which the run went on, is not).
+    status 1 (a dump printed by some other faulthandler user, after which the run went on, is not)
+    or died of a segmentation fault in the middle of the dump (reading the frames of a thread that
+    is still running is not safe, and now and then it crashes: the deadline fired all the same).
     """
-    if exit_code != 1 or not _DUMP.search(output):
+    if exit_code not in _DUMP_EXITS or not _DUMP.search(output):
         return None
     started: dict[str, object] | None = None
     observed: list[Observed] = []
     for ev in events:
         if "start" in ev:
             started = ev
-        elif "done" in ev:
+        elif "done" in ev and not ev.get("sub"):
+            # A subtest's report (pytest's own ``subtests``) is not the end of its test's call.
             tid = str(ev["done"])
             if started is not None and ev.get("when") == "call" and tid == started.get("start"):
                 started = None
@@ -281,13 +358,17 @@ def _num(value: object) -> float:
 __all__ = [
     "DEFAULT_HANG_PROBE_S",
     "DEFAULT_HANG_RATIO",
+    "DEFAULT_LIMIT_FACTOR",
+    "DEFAULT_LIMIT_FLOOR_S",
     "HangProbe",
     "HangReport",
     "Observed",
     "hang_of",
     "install",
+    "limits_of",
     "probe_command",
     "read_events",
     "read_hang",
     "shell_prefix",
+    "write_limits",
 ]

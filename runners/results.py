@@ -12,6 +12,9 @@ selector syntax so that a failing id can be fed back to the framework (see ``run
   when the report names the file (node 20's JUnit and TAP reporters do not for passing tests, and an id
   must not change with the outcome)
 - maven / gradle (JUnit XML): ``<class>#<method>``, e.g. ``com.example.CalcTest#addsSmallNumbers``
+- tap (``tape``, ``tap``, other TAP producers): the test name path (see :mod:`runners.tap`)
+- lint / type-check sites (run-level errors of a failing command no test parser read, see
+  :mod:`runners.lintsites`): ``<tool>:<repo path>:<rule>``, e.g. ``ruff:pkg/mod.py:F401``
 """
 
 from __future__ import annotations
@@ -26,8 +29,10 @@ from pathlib import PurePosixPath
 from typing import Any, ClassVar, Literal
 
 from runners.base import Execution
+from runners.lintsites import parse_lint
+from runners.tap import TapStream, TapTest, parse_tap, tap_yaml
 
-Framework = Literal["pytest", "unittest", "go", "cargo", "jest", "vitest", "maven", "gradle", "node"]
+Framework = Literal["pytest", "unittest", "go", "cargo", "jest", "vitest", "maven", "gradle", "node", "tap"]
 FRAMEWORKS: tuple[Framework, ...] = (
     "pytest",
     "unittest",
@@ -38,6 +43,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
     "maven",
     "gradle",
     "node",
+    "tap",
 )
 Outcome = Literal["passed", "failed", "error", "skipped"]
 ReportSource = Literal["junit", "go-json", "text", "none"]
@@ -488,6 +494,16 @@ def localize(
             raw = f"{pkg_dir}/{file}" if pkg_dir and "/" not in file else file
             file = normalize_path(raw, roots=roots, repo_files=index)
             line = line if file is not None else None
+        if f.type == "lint" and file is not None:
+            # The id is tool:path:rule; its path as printed may be absolute (eslint, tsc -p).
+            tool, _, rest = f.id.partition(":")
+            return replace(
+                f,
+                id=f"{tool}:{file}:{rest.rpartition(':')[2]}",
+                frames=tuple(new_frames),
+                file=file,
+                line=line,
+            )
         return replace(f, frames=tuple(new_frames), file=file, line=line)
 
     results = tuple(replace(r, failure=fix(r.failure)) if r.failure else r for r in run.results)
@@ -1497,7 +1513,7 @@ def parse_node_tap(text: str) -> Parsed:
         i = j
         if path and path[-1][0] == indent:
             path.pop()
-        fields = _tap_yaml(yaml_lines)
+        fields = tap_yaml(yaml_lines)
         if fields.get("type") == "suite":
             continue
         test_id = " ".join([*suites, name])
@@ -1524,34 +1540,113 @@ def parse_node_tap(text: str) -> Parsed:
             errors.append(replace(failure, id=name, type="load", line=None))
         else:
             results.append(TestResult(test_id, "failed", _tap_duration(fields), failure))
+    if re.search(r"^TAP version \d+", text, re.M) and not (stream := parse_tap(strip_ansi(text))).complete:
+        errors.append(_tap_incomplete(stream))
     return Parsed(tuple(results), tuple(errors))
-
-
-def _tap_yaml(lines: Sequence[str]) -> dict[str, str]:
-    """The flat ``key: value`` / ``key: |-`` block fields of a TAP diagnostic (enough for node's)."""
-    fields: dict[str, str] = {}
-    k = 0
-    while k < len(lines):
-        m = re.match(r"^(?P<key>[\w]+): ?(?P<value>.*)$", lines[k])
-        k += 1
-        if not m:
-            continue
-        value = m["value"].strip()
-        if value in ("|-", "|", ">-"):
-            block: list[str] = []
-            while k < len(lines) and (lines[k].startswith("  ") or not lines[k].strip()):
-                block.append(lines[k][2:])
-                k += 1
-            value = "\n".join(block).strip("\n")
-        elif len(value) >= 2 and value[0] == value[-1] == "'":
-            value = value[1:-1].replace("''", "'")
-        fields[m["key"]] = value
-    return fields
 
 
 def _tap_duration(fields: Mapping[str, str]) -> float | None:
     ms = _float(fields.get("duration_ms"))
     return ms / 1000 if ms is not None else None
+
+
+# --------------------------------------------------------------------------- tape / tap (runners.tap)
+
+
+def parse_tap_text(text: str) -> Parsed:
+    """Parse a TAP stream (``tape``, ``tap``, any TAP producer): see :mod:`runners.tap`.
+
+    An incomplete stream (bail-out, no plan, fewer points than planned) adds a run-level error:
+    the tests that did not report are unknown, never passed.
+    """
+    stream = parse_tap(strip_ansi(text))
+    results = tuple(
+        TestResult(
+            t.id,
+            t.outcome,
+            _tap_duration(t.diagnostics),
+            _tap_failure(t) if t.outcome in ("failed", "error") else None,
+        )
+        for t in stream.tests
+    )
+    return Parsed(results, () if stream.complete else (_tap_incomplete(stream),))
+
+
+def _tap_frames(fields: Mapping[str, str]) -> list[Frame]:
+    """Frames of a TAP diagnostic: ``stack`` (with or without V8's ``at``), else ``at``/``location``."""
+    stack = [ln.strip() for ln in fields.get("stack", "").splitlines() if ln.strip()]
+    text = "\n".join(ln if ln.startswith("at ") else "at " + ln for ln in stack)
+    frames = extract_frames(text)
+    if not frames and fields.get("at"):
+        frames = extract_frames("at " + fields["at"])
+    return frames
+
+
+def _tap_failure(test: TapTest) -> TestFailure:
+    if test.crash:
+        head = next((ln.strip() for ln in test.crash.splitlines() if _CRASH_LINE.match(ln.strip())), "")
+        kind = head.split(":", 1)[0].removeprefix("Uncaught ").strip() or "crash"
+        message = head.split(":", 1)[1].strip() if ":" in head else test.crash
+        return _failure(test.id, type_=kind, message=message, frames=extract_frames(test.crash))
+    fields = test.diagnostics
+    if "error" in fields or "message" in fields:  # node --test / other producers
+        message = fields.get("error") or fields.get("message", "")
+    else:  # tape: the assertion, its operator, what it expected and got
+        extra = [f"{k}: {fields[k]}" for k in ("expected", "actual", "wanted", "found") if k in fields]
+        message = "\n".join([test.description, *extra])
+    type_ = fields.get("name") or ("AssertionError" if fields.get("operator") else None)
+    location = re.match(r"^(?P<file>.+):(?P<line>\d+):\d+$", fields.get("location", ""))
+    return _failure(
+        test.id,
+        type_=type_,
+        message=message,
+        frames=_tap_frames(fields),
+        file=location["file"] if location else None,
+        line=int(location["line"]) if location else None,
+    )
+
+
+_CRASH_LINE = re.compile(r"^(?:Uncaught )?[A-Z]\w*(?:Error|Exception)\b:?")
+
+
+def _tap_incomplete(stream: TapStream) -> TestFailure:
+    """The run-level error of a TAP stream that stopped early (its crash report's frames, if any)."""
+    errored = any(t.outcome == "error" for t in stream.tests)
+    frames = [] if errored or not stream.crash else extract_frames(stream.crash)
+    lines = [stream.detail]
+    if stream.crash and not errored:
+        lines += [ln for ln in stream.crash.splitlines() if ln.strip()][:4]
+    return _failure("<run>", type_=f"tap-{stream.stop}", message="\n".join(lines), frames=frames)
+
+
+# --------------------------------------------------------------------------- lint / type-check sites (runners.lintsites)
+
+
+def lint_errors(text: str) -> tuple[TestFailure, ...]:
+    """One run-level error per ``tool:path:rule`` that a linter or type checker reported in ``text``.
+
+    The id leaves the line out (an edit above a site moves it); :func:`localize` makes the path
+    repository-relative. A rule's every site in the file is a frame (the first one last, so it
+    is the failure's ``file``/``line``); the message lists them.
+    """
+    grouped: dict[str, list[Any]] = {}
+    for site in parse_lint(strip_ansi(text)):
+        grouped.setdefault(site.key, []).append(site)
+    out: list[TestFailure] = []
+    for key, sites in grouped.items():
+        first = sites[0]
+        listed = [f"{s.path}:{s.line}:{s.col or 0}: {s.code} {s.message}" for s in sites]
+        out.append(
+            TestFailure(
+                id=key,
+                file=first.path,
+                line=first.line,
+                type="lint",
+                message=_clip("\n".join(listed)),
+                frames=tuple(Frame(s.path, s.line, s.code) for s in reversed(sites))[-MAX_FRAMES:],
+            )
+        )
+    return tuple(out)
 
 
 # --------------------------------------------------------------------------- maven (surefire console)
@@ -1620,6 +1715,7 @@ TEXT_PARSERS: Mapping[str, Callable[[str], Parsed]] = {
     "maven": parse_maven_text,
     "gradle": parse_maven_text,
     "node": parse_node_tap,
+    "tap": parse_tap_text,
 }
 
 _SIGNATURES: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -1637,6 +1733,14 @@ _SIGNATURES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("jest", re.compile(r"^Tests:\s+.*\btotal$|^\s+● ", re.M)),
     ("maven", re.compile(r"T E S T S|^\[(ERROR|INFO)\] Tests run: \d+", re.M)),
     ("node", re.compile(r"^TAP version \d+\n(?:.*\n)*?# Subtest: ", re.M)),
+    (
+        "tap",
+        re.compile(
+            r"^TAP version \d+$"
+            r"|^(?:not )?ok 1\b(?=[\s\S]*^1\.\.\d+$)|^1\.\.\d+$(?=[\s\S]*^(?:not )?ok 1\b)",
+            re.M,
+        ),
+    ),
 )
 
 
@@ -1657,6 +1761,8 @@ def framework_of_command(command: str) -> Framework | None:
         return "jest"
     if re.search(r"(?:^|[\s/;&|(])node(?:\s+-{1,2}[\w-]+(?:=\S+|\s+[^-\s]\S*)?)*?\s+--test(?=\s|$)", c):
         return "node"
+    if re.search(r"(?:^|[\s/;&|(])(?:tape|tap)(?=\s|$)", c):
+        return "tap"
     if re.search(r"(?:^|[\s/])mvnw?\b", c):
         return "maven"
     if re.search(r"(?:^|[\s/])gradlew?\b", c):
@@ -1669,7 +1775,9 @@ def detect_framework(text: str) -> list[str]:
     plain = strip_ansi(text)
     if re.search(r'^\s*\{"Time":"[^"]*","Action":', plain, re.M):
         return ["go"]
-    return [name for name, sig in _SIGNATURES if sig.search(plain)]
+    names = [name for name, sig in _SIGNATURES if sig.search(plain)]
+    # node --test prints TAP too: its own parser reads it (ids, suites, load errors).
+    return [n for n in names if n != "tap"] if "node" in names else names
 
 
 def parse_text(text: str, framework: str | None = None) -> Parsed:
@@ -1772,6 +1880,9 @@ def parse_output(
         if parsed:
             is_json = framework_hint == "go" and re.search(r'^\s*\{.*"Action"', text, re.M)
             source = "go-json" if is_json else "text"
+    if not parsed and execution.exit_code != 0 and execution.killed_by is None:
+        # No test output: a linter or type checker's sites, when that is what failed.
+        parsed = Parsed((), lint_errors(text))
     errors = list(parsed.errors)
     failed = any(r.outcome in ("failed", "error") for r in parsed.results)
     if execution.killed_by == "timeout":

@@ -25,6 +25,19 @@ from jobs.repair.tiers import TierConfig
 from jobs.repair.trace import CandidateRecord, RoundRecord
 from jobs.repair.workbench import CandidateRun, TestOutcome, Workbench
 
+HANG_STREAK = 5
+"""Tier 0 stops after this many candidates in a row hung in the same test: its templates are
+ranked best first, and every further one would cost the hang limit again for the same loop."""
+
+
+def hung_in(run: TestOutcome | None) -> tuple[str, float]:
+    """The test ``run`` hung in (the ``timeout`` failure; ``<run>`` when the whole run was killed)
+    and how long it ran, or ``("", 0.0)`` when it did not time out."""
+    if run is None or not run.timed_out:
+        return "", 0.0
+    test = next((f.test_id for f in run.failures if f.type == "timeout"), "<run>")
+    return test, run.hang_s or run.duration_s
+
 
 class Candidates:
     """Prepares, gates, runs and scores candidates (see the module docstring)."""
@@ -34,6 +47,8 @@ class Candidates:
         self.config = config
         self.clock = clock
         self.runs = runs
+        self.streak: list[tuple[str, float]] = []
+        """The executed candidates since the last one that did not hang: (test, seconds) each."""
 
     def execute_proposals(
         self,
@@ -64,7 +79,11 @@ class Candidates:
                     feedbacks.append((-pending.cand.tests_passed, pending.order, fb))
                     if pending.cand.submittable and not cfg.exhaust_round:
                         halted = True
+                    if pending.first is not None:
+                        self._count_hang(pending.first)
                 batch = []
+                if not halted and not cfg.llm and self._hang_stop(st, record, len(proposals) - i - 1):
+                    break
             if halted:
                 break
             if not last and not st.meter.can_execute():
@@ -80,6 +99,37 @@ class Candidates:
                 st.acc.stop = st.meter.execution_stop()
                 break
         return new
+
+    def _count_hang(self, first: TestOutcome) -> None:
+        test, seconds = hung_in(first)
+        if not test:
+            self.streak = []
+        elif self.streak and self.streak[-1][0] != test:
+            self.streak = [(test, seconds)]
+        else:
+            self.streak.append((test, seconds))
+
+    def _hang_stop(self, st: RunState, record: RoundRecord, left: int) -> bool:
+        """After :data:`HANG_STREAK` candidates in a row hung in the same test: stop the search
+        (``stop = "hangs"``) with that as its reason."""
+        if len(self.streak) < HANG_STREAK:
+            return False
+        test = self.streak[-1][0]
+        times = [s for _, s in self.streak]
+        each = (
+            f"{min(times):.1f} s"
+            if max(times) - min(times) < 0.05
+            else f"{min(times):.1f}-{max(times):.1f} s"
+        )
+        st.acc.stop = "hangs"
+        st.acc.hang_stop = (
+            f"{len(self.streak)} candidates in a row hung in `{test}` (each stopped after {each})"
+        )
+        if left > 0:
+            record.events.append(f"{left} candidates not run: {st.acc.hang_stop}")
+        else:
+            record.events.append(f"search stopped: {st.acc.hang_stop}")
+        return True
 
     def pairs(self, st: RunState) -> list[Proposal]:
         """Up to ``config.pairs`` proposals, each the edits of two executed candidates that fixed

@@ -10,7 +10,7 @@ base code for a behavioural reason. Triage re-runs the targets; failures that do
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -89,6 +89,12 @@ class Reproduction:
             st.base.outcome = baseline
             st.base.failing = baseline.failing
             rep.timings["candidate_timeout_s"] = self.runs.timeout(st)
+            # The per-test hang limits the workbench measured on this run (shared by every later run).
+            limits = getattr(self.workbench, "hang_limits", None)
+            if isinstance(limits, Mapping):
+                for key in ("hung_s", "floor_s", "tests"):
+                    if isinstance(limits.get(key), int | float) and limits.get(key):
+                        rep.timings[f"candidate_hang_limit_{key}"] = float(limits[key])
             if baseline.environment:
                 # Nothing of the code was tested: no triage, no candidates, no model call.
                 rep.verdict, rep.reason = "environment", baseline.environment

@@ -134,6 +134,11 @@ def _unfixed(st: RunState) -> tuple[Verdict, str]:
         return "budget_exhausted", f"budget exhausted: {st.acc.stop} ({_num(spent)} of {_num(limit)}){best}"
     if not executed:
         return "no_candidates", _why_no_candidates(st)
+    if st.acc.stop == "hangs" and st.acc.hang_stop:
+        n = len(executed)
+        return "budget_exhausted", (
+            f"search stopped after {n} candidate{'s' if n != 1 else ''}: {st.acc.hang_stop}{best}"
+        )
     if st.acc.stop == "candidates":
         return "no_candidates", f"no further candidates to try after {len(executed)}{best}"
     n = len(st.trace.rounds)
