@@ -21,6 +21,7 @@ from jobs.broker import BrokerConfig, BrokerEnqueuer
 from jobs.engine import FixRepairService
 from jobs.index_jobs import RepoIndexService
 from jobs.pipeline import Deps
+from jobs.wiring import llm_config
 from jobs.worker import DepsFactory, WorkerSpec
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ def default_wiring(settings: Settings, broker: dramatiq.Broker) -> DepsFactory:
       pipeline after the job: its installation tokens are revoked);
     - repair: :class:`jobs.engine.FixRepairService` (the repair engine on the job's checkout,
       in the runner ``ARCS_RUNNER`` names: bubblewrap with this worker's Python environment, or
-      containers);
+      containers; the model and its key from :func:`jobs.wiring.llm_config`, as ``arcs fix``);
     - index: :class:`jobs.index_jobs.RepoIndexService` (``RepoIndex`` under ``ARCS_HOME``, one per
       repository; work on one repository is serialized across workers through the store's
       database). The repair reads the *same* service's index (``owner/name`` at the attempt's
@@ -72,7 +73,7 @@ def default_wiring(settings: Settings, broker: dramatiq.Broker) -> DepsFactory:
         settings=settings,
         store=store,
         github=_github_factory(settings),
-        repair=FixRepairService(settings, index=index),
+        repair=FixRepairService(settings, index=index, llm_config=llm_config(settings)),
         enqueue=enqueuer.enqueue,
         enqueue_later=enqueuer.enqueue_later,
         index=index,

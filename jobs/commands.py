@@ -17,7 +17,7 @@ from jobs.admission import admit
 from jobs.attempt import read_config, repair, trigger_off
 from jobs.branches import BRANCH_PREFIX, branch_name
 from jobs.messages import Command, Envelope, HandleCommand
-from jobs.run import AttemptRun, Deps, claim, closing, open_run
+from jobs.run import AttemptRun, Deps, run_attempt
 
 log = structlog.get_logger("arcs.pipeline")
 
@@ -35,24 +35,8 @@ def handle_command(deps: Deps, job: Envelope, *, message_id: str | None = None) 
     command = msg.command
     verb = command.verb if command is not None else None
     key = job.idempotency_key or f"cmd:{repo}:{comment_id}"
-    attempt, go = claim(
-        deps,
-        job,
-        key,
-        message_id,
-        trigger="revise" if verb == "revise" else "comment",
-        issue_number=number,
-        comment_id=comment_id,
-        requested_by=author,
-        options=command.as_dict() if command is not None else None,
-    )
-    if not go:
-        return "duplicate"
-    run = open_run(deps, attempt, job)
-    if run is None:
-        return "error"
-    with closing(run.gh), run.guard():
-        run.start()
+
+    def work(run: AttemptRun) -> str:
         if msg.refusal == "edited":
             return run.refuse(
                 "edited comments are never executed",
@@ -140,7 +124,19 @@ def handle_command(deps: Deps, job: Envelope, *, message_id: str | None = None) 
             budget_usd=budget_usd,
             iterations=iterations,
         )
-    return str(run.attempt.status)
+
+    return run_attempt(
+        deps,
+        job,
+        key,
+        message_id,
+        work,
+        trigger="revise" if verb == "revise" else "comment",
+        issue_number=number,
+        comment_id=comment_id,
+        requested_by=author,
+        options=command.as_dict() if command is not None else None,
+    )
 
 
 def react(run: AttemptRun, comment_id: int | None, content: str) -> None:

@@ -2,7 +2,7 @@
 :func:`jobs.engine.execute`. Also used by the Action, the demo, the benches and tests.
 
 :class:`FixRequest` stays the CLI's input because it holds what belongs to the edge and not to a
-plan: the model's key (:class:`LLMConfig`) and the flags as typed. :func:`fix` reads the folder's
+plan: the model's key (:class:`LLMConfig`, from :func:`jobs.wiring.llm_config`) and the flags as typed. :func:`fix` reads the folder's
 ``.arcs.yml`` runner part (leniently, as ``arcs fix`` always did), turns the request into a
 :class:`jobs.plan.RepairPlan` and runs it; it returns the loop's raw run (:data:`FixReport`: the
 :class:`jobs.repair.loop.RepairResult` with its trace) because the CLI prints and the benches
@@ -18,8 +18,6 @@ from typing import Any
 
 from jobs import plan
 from jobs.engine import (
-    DEFAULT_MODEL,
-    DEFAULT_PARALLEL,
     EngineConfig,
     EnginePorts,
     EngineSettings,
@@ -33,30 +31,12 @@ from jobs.repair.changes import ChangeSet
 from jobs.repair.loop_config import LoopConfig
 from jobs.repair.tiers import TierRequest
 from jobs.replay import RecordedInterrupt, ReplayReport, replay
+from jobs.wiring import DEFAULT_MODEL, DEFAULT_PARALLEL, LLMConfig, default_parallel
 from runners.base import Runner
 from runners.config import RepoConfig
 
 FixReport = LoopRun
 """What :func:`fix` returns (the name ``arcs fix`` and the benches know)."""
-
-
-@dataclass(frozen=True, slots=True)
-class LLMConfig:
-    """How to reach the model (read from the environment at the CLI edge)."""
-
-    api_key: str | None = None
-    model: str = DEFAULT_MODEL
-    base_url: str | None = None
-
-    @property
-    def configured(self) -> bool:
-        """An API key is set."""
-        return bool(self.api_key)
-
-    @property
-    def ref(self) -> plan.LLMRef | None:
-        """What a plan records of it (never the key); None when no key is set."""
-        return plan.LLMRef(self.model, self.base_url) if self.configured else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +54,9 @@ class FixRequest:
     traces_dir: Path | None = None
     """Where traces go without ``trace_out`` (default ``<ARCS_HOME>/traces``)."""
     llm: LLMConfig = field(default_factory=LLMConfig)
-    config: LoopConfig = field(default_factory=lambda: LoopConfig(parallel=DEFAULT_PARALLEL))
+    config: LoopConfig = field(default_factory=lambda: LoopConfig(parallel=default_parallel()))
+    """The loop's settings; parallelism by default :func:`jobs.wiring.default_parallel` (the
+    worker's and ``arcs fix --jobs``' default)."""
     unsafe_no_sandbox: bool = False
     toolchain_paths: tuple[Path, ...] = ()
     use_index: bool = True

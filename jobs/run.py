@@ -1,7 +1,7 @@
 """One attempt in progress: the dependencies of a job, claiming its attempt, and telling the user.
 
-Each repair job first **claims its attempt** by idempotency key (a unique constraint in the
-store): a duplicate message (GitHub redelivering the webhook, the broker redelivering the message)
+Each repair job runs through :func:`run_attempt`: it first **claims its attempt** by idempotency
+key (a unique constraint in the store): a duplicate message (GitHub redelivering the webhook, the broker redelivering the message)
 finds the attempt taken, logs ``attempt.duplicate`` and returns without a single side effect. The
 message that claimed the attempt (its id is stored) may run again after a crash or a retry and
 resumes it.
@@ -340,6 +340,34 @@ def open_run(deps: Deps, attempt: AttemptView, job: Envelope) -> AttemptRun | No
         set_outcome("error")
         return None
     return AttemptRun(deps, gh, attempt, job)
+
+
+def run_attempt(
+    deps: Deps,
+    job: Envelope,
+    key: str,
+    message_id: str | None,
+    work: Callable[[AttemptRun], str],
+    **fields: Any,
+) -> str:
+    """The preamble every repair job shares: claim the attempt for ``key`` (``fields`` as in
+    :func:`claim`), open its run, start it and return what ``work`` returns.
+
+    A duplicate returns ``"duplicate"`` without a side effect; an installation without GitHub
+    access ``"error"`` (recorded by :func:`open_run`). Inside, an exception becomes status
+    ``error`` and the attempt's status is returned; an interrupt is recorded the same way and
+    re-raised (:class:`Guard`). The gateway is closed afterwards either way.
+    """
+    attempt, go = claim(deps, job, key, message_id, **fields)
+    if not go:
+        return "duplicate"
+    run = open_run(deps, attempt, job)
+    if run is None:
+        return "error"
+    with closing(run.gh), run.guard():
+        run.start()
+        return work(run)
+    return str(run.attempt.status)
 
 
 def ci_title(message: RepairCiFailure) -> str | None:
