@@ -37,13 +37,14 @@ from jobs import render
 from jobs.admission import Admitted, admit
 from jobs.branches import branch_name
 from jobs.config import ArcsConfig, from_repo_config, load, load_repo_config
+from jobs.green import ChangeSource, change_signal
 from jobs.messages import JobRequest, RepairCiFailure, RepairIssue
 from jobs.outcome import record_outcome
 from jobs.plan import RepairRequest, plan_for
 from jobs.policy_interrupt import StoreInterrupt
 from jobs.ports import GitHubGateway, IssueInfo
 from jobs.repair.errors import ConfigError
-from jobs.run import AttemptRun, Deps, claim, closing, one_line, open_run
+from jobs.run import AttemptRun, Deps, one_line, run_attempt
 
 if TYPE_CHECKING:
     from runners.logs import FailureReport
@@ -170,13 +171,15 @@ def repair(
     budget_usd: float | None = None,
     iterations: int | None = None,
     instructions: str | None = None,
+    source: ChangeSource | None = None,
 ) -> str:
     """Check out ``head_sha``, plan the repair, run it, record the report, queue publishing.
 
     ``config``: the ``.arcs.yml`` already read at ``head_sha`` (the plan is built from it; None:
     the checkout's, :func:`checkout_config`). The :class:`RepairRequest` is made of the
     admission's ``grant``, the CI log's analysis (``failure``), the ``issue`` to fix (an issue
-    repair; else a CI one) and a command's options (``tier`` … ``instructions``).
+    repair; else a CI one) and a command's options (``tier`` … ``instructions``). ``source``:
+    where the last green commit of a CI failure is found (:mod:`jobs.green`; never fatal).
     """
     deps = run.deps
     interrupt = StoreInterrupt(deps.store, run.attempt.id, run.attempt.owner, run.repo)
@@ -209,6 +212,22 @@ def repair(
                 locations=tuple((ref.path, ref.line) for ref in failure.locations[:MAX_LOG_LOCATIONS]),
                 test_command=failure.step.command if failure.step and not failure.step.uses else None,
             )
+        if source is not None:
+            signal = change_signal(
+                run.gh,
+                run.repo,
+                workdir,
+                head_sha=head_sha,
+                head_branch=source.head_branch,
+                workflow_id=source.workflow_id,
+                pull_request=source.pull_request,
+            )
+            request = replace(
+                request,
+                changes=signal.changes,
+                change_note=signal.note,
+                on_default_branch=source.on_default_branch,
+            )
         run.repairing = True  # from here on an error is charged its reservation (see AttemptRun.fail)
         plan = plan_for(
             request, config if config is not None else checkout_config(workdir), deps.repair.defaults
@@ -235,25 +254,8 @@ def run_ci(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> str
     repo, head_sha, head_branch = msg.repo, msg.head_sha, msg.head_branch
     prs = msg.pull_requests
     key = job.idempotency_key or f"ci:{repo}:{head_sha}"
-    attempt, go = claim(
-        deps,
-        job,
-        key,
-        message_id,
-        trigger="ci",
-        head_sha=head_sha,
-        head_branch=head_branch,
-        run_id=msg.run_id,
-        issue_number=prs[0] if prs else None,
-        red_build_at=_red_build_at(deps, job, msg),
-    )
-    if not go:
-        return "duplicate"
-    run = open_run(deps, attempt, job)
-    if run is None:
-        return "error"
-    with closing(run.gh), run.guard():
-        run.start()
+
+    def work(run: AttemptRun) -> str:
         config = read_config(run, head_sha, head_sha=head_sha)
         if isinstance(config, str):
             return config
@@ -275,7 +277,7 @@ def run_ci(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> str
         branch = branch_name("fix", str(head_branch or head_sha[:12]))
         if retry_of:
             earlier = deps.store.attempts(repo=repo, head_branch=str(retry_of), limit=MAX_BRANCH_RETRIES + 2)
-            previous = [a for a in earlier if a.id != attempt.id]
+            previous = [a for a in earlier if a.id != run.attempt.id]
             if len(previous) >= MAX_BRANCH_RETRIES:
                 run.open_check_run(head_sha)
                 return run.finish(
@@ -320,8 +322,41 @@ def run_ci(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> str
         if isinstance(grant, str):
             return grant
         run.open_check_run(head_sha)
-        return repair(run, grant, head_sha=head_sha, config=config, failure=failure)
-    return str(run.attempt.status)
+        source = ChangeSource(
+            head_branch=head_branch,
+            workflow_id=msg.ci.workflow_id,
+            pull_request=prs[0] if prs else None,
+            on_default_branch=_on_default_branch(run, config, head_branch, prs=prs, retry_of=retry_of),
+        )
+        return repair(run, grant, head_sha=head_sha, config=config, failure=failure, source=source)
+
+    return run_attempt(
+        deps,
+        job,
+        key,
+        message_id,
+        work,
+        trigger="ci",
+        head_sha=head_sha,
+        head_branch=head_branch,
+        run_id=msg.run_id,
+        issue_number=prs[0] if prs else None,
+        red_build_at=_red_build_at(deps, job, msg),
+    )
+
+
+def _on_default_branch(
+    run: AttemptRun, config: ArcsConfig, branch: str | None, *, prs: tuple[int, ...], retry_of: str | None
+) -> bool:
+    """The red commit is on the default branch, outside any pull request (asked of GitHub only
+    when ``.arcs.yml`` wants a revert of the culprit; an error reads as "no")."""
+    if getattr(config, "on_no_fix", "report") != "revert" or prs or retry_of or not branch:
+        return False
+    try:
+        return run.gh.get_branch_head(run.repo, None).name == branch
+    except Exception as exc:  # the revert fallback is optional
+        log.warning("repair.default_branch_unknown", repo=run.repo, error=str(exc)[:200])
+        return False
 
 
 def run_issue(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> str:
@@ -329,14 +364,8 @@ def run_issue(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> 
     msg = job.expect(RepairIssue)
     repo, number, sender = msg.repo, msg.issue_number, msg.sender or ""
     key = job.idempotency_key or f"issue:{repo}#{number}"
-    attempt, go = claim(deps, job, key, message_id, trigger="issue", issue_number=number, requested_by=sender)
-    if not go:
-        return "duplicate"
-    run = open_run(deps, attempt, job)
-    if run is None:
-        return "error"
-    with closing(run.gh), run.guard():
-        run.start()
+
+    def work(run: AttemptRun) -> str:
         # The web side enqueues every label (only .arcs.yml knows which one asks ARCS): a label
         # that is not the repository's ARCS label ends here, silently (no comment, no event),
         # before anyone's permission is checked.
@@ -384,7 +413,10 @@ def run_issue(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> 
             conclusion=None,
         )
         return repair(run, grant, head_sha=head.sha, config=config, issue=issue)
-    return str(run.attempt.status)
+
+    return run_attempt(
+        deps, job, key, message_id, work, trigger="issue", issue_number=number, requested_by=sender
+    )
 
 
 def not_our_label(run: AttemptRun, label: str, why: str) -> str:

@@ -31,6 +31,8 @@ a newer config does not break an older ``arcs test``. Runners never read the fil
     notify_unrepairable: false   # comment / check-run summary when a CI failure is not repairable
     open_pr_on_partial: false    # open a PR when the targets pass but the command still fails on
                                  # tests that already failed before (verdict `partial`)
+    on_no_fix: report            # report | revert: when no forward fix passes on the default
+                                 # branch, open a verified revert PR of the culprit commit
 
 Errors name the key: ``.arcs.yml: budget.usd: expected a number, got 'lots'``
 (:class:`ArcsConfigError`, a :class:`~jobs.repair.errors.ConfigError`).
@@ -43,7 +45,7 @@ import fnmatch
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pathspec
 import yaml
@@ -57,6 +59,7 @@ __all__ = [
     "BUDGET_KEYS",
     "CONFIG_NAMES",
     "DEFAULT_DENIED",
+    "ON_NO_FIX",
     "PATHS_KEYS",
     "RUNNER_KEYS",
     "TOP_KEYS",
@@ -64,6 +67,7 @@ __all__ = [
     "ArcsConfig",
     "ArcsConfigError",
     "BudgetConfig",
+    "OnNoFix",
     "PathsConfig",
     "RepoConfig",
     "Triggers",
@@ -197,12 +201,18 @@ TOP_KEYS = (
     "paths",
     "notify_unrepairable",
     "open_pr_on_partial",
+    "on_no_fix",
 )
 TRIGGER_KEYS = ("ci", "issues", "comments")
 BUDGET_KEYS = ("iterations", "usd", "wall_s")
 PATHS_KEYS = ("allowed", "denied")
 DEFAULT_DENIED: tuple[str, ...] = (".github/workflows/",)
 """Workflow files: changing them needs the ``workflows`` permission ARCS does not ask for."""
+OnNoFix = Literal["report", "revert"]
+ON_NO_FIX: tuple[OnNoFix, ...] = ("report", "revert")
+"""``on_no_fix``: what ARCS does when no forward fix passes the gates (``report``: say so; ``revert``:
+on the default branch, also open a revert pull request of the culprit commit, verified by the
+same final run)."""
 
 
 class ArcsConfigError(ConfigError):
@@ -277,6 +287,8 @@ class ArcsConfig:
     notify_unrepairable: bool = False
     open_pr_on_partial: bool = False
     """Open a pull request for a ``partial`` repair too (it says plainly what still fails)."""
+    on_no_fix: OnNoFix = "report"
+    """No forward fix: ``report`` it, or (default branch, culprit known) open a verified revert."""
     path: str | None = None
     """The file this came from (None: no file, all defaults)."""
 
@@ -373,6 +385,20 @@ def _strings(name: str, key: str, value: object, default: tuple[str, ...]) -> tu
     return tuple(item.strip() for item in value)
 
 
+def _choice(name: str, key: str, value: object, allowed: Sequence[str], default: str) -> str:
+    if value is None:
+        return default
+    wanted = value.strip().lower() if isinstance(value, str) else None
+    if wanted is None or wanted not in allowed:
+        raise _fail(name, key, f"expected one of {', '.join(allowed)}, got {_show(value)}")
+    return wanted
+
+
+def _on_no_fix(name: str, value: object) -> OnNoFix:
+    chosen = _choice(name, "on_no_fix", value, ON_NO_FIX, "report")
+    return "revert" if chosen == "revert" else "report"
+
+
 def _patterns(name: str, key: str, value: object, default: tuple[str, ...]) -> tuple[str, ...]:
     patterns = _strings(name, key, value, default)
     try:
@@ -380,6 +406,22 @@ def _patterns(name: str, key: str, value: object, default: tuple[str, ...]) -> t
     except (ValueError, TypeError) as exc:
         raise _fail(name, key, f"not a valid gitignore-style pattern list: {exc}") from exc
     return patterns
+
+
+def _paths(name: str, data: Mapping[str, object]) -> PathsConfig:
+    paths_data = _mapping(name, "paths", data.get("paths"))
+    _unknown(name, paths_data, PATHS_KEYS, "paths.")
+    return PathsConfig(
+        allowed=_patterns(name, "paths.allowed", paths_data.get("allowed"), ()),
+        denied=_patterns(name, "paths.denied", paths_data.get("denied"), DEFAULT_DENIED),
+    )
+
+
+def paths_of(runner: RepoConfig) -> PathsConfig:
+    """The ``paths:`` part of an ``.arcs.yml`` read leniently for its runner keys (``arcs fix``,
+    the Action): validated like :func:`parse` does, so a bad pattern is an error here too."""
+    name = Path(runner.path).name if runner.path is not None else ".arcs.yml"
+    return _paths(name, runner.extra)
 
 
 # --------------------------------------------------------------------------- the parser
@@ -413,12 +455,7 @@ def parse(text: str, *, path: str = ".arcs.yml") -> ArcsConfig:
         wall_s=_number(name, "budget.wall_s", budget_data.get("wall_s")),
     )
 
-    paths_data = _mapping(name, "paths", data.get("paths"))
-    _unknown(name, paths_data, PATHS_KEYS, "paths.")
-    paths = PathsConfig(
-        allowed=_patterns(name, "paths.allowed", paths_data.get("allowed"), ()),
-        denied=_patterns(name, "paths.denied", paths_data.get("denied"), DEFAULT_DENIED),
-    )
+    paths = _paths(name, data)
 
     tier_value = data.get("tier")
     tier: TierRequest = "auto"
@@ -447,6 +484,7 @@ def parse(text: str, *, path: str = ".arcs.yml") -> ArcsConfig:
         paths=paths,
         notify_unrepairable=_bool(name, "notify_unrepairable", data.get("notify_unrepairable"), False),
         open_pr_on_partial=_bool(name, "open_pr_on_partial", data.get("open_pr_on_partial"), False),
+        on_no_fix=_on_no_fix(name, data.get("on_no_fix")),
         path=path,
     )
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -28,7 +27,15 @@ from typing import TYPE_CHECKING, Protocol
 import structlog
 
 from indexing.config import IndexConfig
-from jobs.change_repair import change_aware, change_notices
+from jobs.change_repair import (
+    autofix_reserve,
+    bind_workbench,
+    change_aware,
+    change_notices,
+    early_bisect,
+    outside_runs,
+)
+from jobs.culprit import ChangeOutcome, after_loop, loop_budget
 from jobs.engine_ports import (
     IndexOpener,
     Progress,
@@ -55,6 +62,8 @@ from jobs.repair.task import RepairTask, sanitize_untrusted
 from jobs.repair.tiers import TierUnavailable, resolve_tiers
 from jobs.repair.trace import dump_trace
 from jobs.sandbox_workbench import SandboxWorkbench, SystemClock
+from jobs.wiring import DEFAULT_MODEL, DEFAULT_PARALLEL, LLMConfig, default_parallel
+from jobs.wiring import llm_config as read_llm_config
 from runners.base import Runner
 
 if TYPE_CHECKING:
@@ -64,9 +73,6 @@ if TYPE_CHECKING:
     from jobs.ports import IndexPort
 
 log = structlog.get_logger("arcs.engine")
-
-DEFAULT_MODEL = "claude-sonnet-4-6"
-DEFAULT_PARALLEL = 4
 
 
 # --- configuration and ports -------------------------------------------------------------------
@@ -141,11 +147,8 @@ class LoopRun:
     trace_path: Path
     applied: bool
     repo: Path
-
-
-def default_parallel() -> int:
-    """Candidates tested concurrently by default: 4, or fewer on a machine with fewer CPUs."""
-    return max(1, min(DEFAULT_PARALLEL, os.cpu_count() or 1))
+    change: ChangeOutcome = field(default_factory=ChangeOutcome)
+    """The change since green (#14): its one-line range, the culprit, a verified revert."""
 
 
 def split_issue(text: str) -> tuple[str, str]:
@@ -175,7 +178,7 @@ def report_of(done: LoopRun, plan: RepairPlan) -> RepairReport:
     files: dict[str, str | None] = {}
     if (result.fixed or result.verdict == "partial") and done.applied:
         files = changed_files(done.repo, list(dict.fromkeys(edit.path for edit in result.edits)))
-    return RepairReport.from_result(
+    report = RepairReport.from_result(
         result,
         trace_path=str(done.trace_path),
         trace_markdown=render_markdown(result.trace),
@@ -184,6 +187,15 @@ def report_of(done: LoopRun, plan: RepairPlan) -> RepairReport:
         failure_class=plan.failure_class,
         failure_log=plan.failure_log,
         usd_capped=plan.usd_capped,
+    )
+    change = done.change
+    return replace(
+        report,
+        changes=change.changes,
+        culprit=change.culprit,
+        revert=change.revert,
+        on_no_fix="revert" if plan.revert_skipped else plan.on_no_fix,
+        revert_skipped="" if result.fixed else (plan.revert_skipped or change.revert_skipped),
     )
 
 
@@ -226,6 +238,7 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
             failure_class=plan.failure_class,
             ci_tests=plan.ci_tests,
             hints=plan.hints,
+            changes=plan.changes,
         )
     )
     toolchains = (*plan.toolchains, *repo_toolchains(repo))
@@ -245,7 +258,9 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
         memory_mb=repo_config.memory_mb or 2048,
         env=resolved.env,
         setup=resolved.setup,
+        max_runs=plan.budget.executions // 2,
     )
+    reserved = autofix_reserve(proposer)  # autofix runs outside the loop's meter: keep them apart
     notices: list[str] = []
 
     def note(message: str) -> None:
@@ -284,7 +299,9 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
             interrupt=ports.interrupt,
         )
         notify(f"reproducing: {resolved.command}")
-        result = loop.run(RepairSpec(task=task, budget=plan.budget, tier=plan.tier, loop=plan.loop))
+        bind_workbench(proposer, workbench)  # tier 0's bisection before its reverts runs here (#14)
+        budget = loop_budget(plan.budget, reserved)
+        result = loop.run(RepairSpec(task=task, budget=budget, tier=plan.tier, loop=plan.loop))
         trace = result.trace
         trace.id = trace.id or f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
         trace.created = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
@@ -302,6 +319,12 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
             "runner": getattr(runner, "name", ""),
         }
         trace.llm_calls = [r.to_json() for r in recording.records] if recording is not None else []
+        # The culprit (bisected on the failing targets) and the revert fallback, in the same
+        # sandbox; their runs and autofix's count in Budget.executions.
+        change = after_loop(
+            plan, result, workbench, repo, extra_runs=outside_runs(proposer), early=early_bisect(proposer)
+        )
+        result = change.apply(result, plan.budget)
 
     will_apply = plan.apply and (result.fixed or (plan.apply_partial and result.verdict == "partial"))
     if will_apply:
@@ -326,7 +349,7 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
                 exit_code=1,
             ) from exc
         applied = True
-    return LoopRun(result=result, trace_path=trace_path, applied=applied, repo=repo)
+    return LoopRun(result=result, trace_path=trace_path, applied=applied, repo=repo, change=change)
 
 
 def _git_head(repo: Path) -> str:
@@ -355,8 +378,9 @@ Executor = Callable[[RepairPlan, EnginePorts], LoopRun]
 class FixRepairService:
     """:class:`jobs.ports.RepairService` on top of :func:`run` (see the module docstring).
 
-    - Defaults for :func:`jobs.plan.plan_for`: a model when one is injected or the settings hold
-      an Anthropic key; with bubblewrap, the worker's own Python environment as toolchain.
+    - Defaults for :func:`jobs.plan.plan_for`: a model when one is injected or ``llm_config``
+      holds a key (:func:`jobs.wiring.llm_config`, the one place that reads it; the composition
+      root passes it, None: resolved from ``settings`` by the same function); with bubblewrap, the worker's own Python environment as toolchain.
     - Index: the repository's own (the plan's ``owner/name`` at ``head_sha``) through ``index``,
       the worker's :class:`jobs.ports.IndexPort` (None: one built from the settings).
     - Files: the plan applies the fix to the (throw-away) checkout; the report reads them back.
@@ -375,17 +399,25 @@ class FixRepairService:
     parallel: int | None = None
     executor: Executor | None = None
     index: IndexPort | None = None
+    llm_config: LLMConfig | None = None
+
+    def resolved_llm(self) -> LLMConfig:
+        """``llm_config``, else :func:`jobs.wiring.llm_config` of the settings (resolved once)."""
+        if self.llm_config is None:
+            self.llm_config = read_llm_config(self.settings)
+        return self.llm_config
 
     @property
     def has_llm(self) -> bool:
-        """A model is available (an injected one, or an Anthropic key in the settings)."""
-        return self.llm is not None or self.settings.anthropic_api_key is not None
+        """A model is available (an injected one, or a configured key)."""
+        return self.llm is not None or self.resolved_llm().configured
 
     @property
     def defaults(self) -> PlanDefaults:
         """What the worker decides for every plan."""
+        llm = self.resolved_llm()
         return PlanDefaults(
-            llm=LLMRef(self.settings.model, self.settings.anthropic_base_url) if self.has_llm else None,
+            llm=LLMRef(llm.model, llm.base_url) if self.has_llm else None,
             parallel=self.parallel or default_parallel(),
             toolchains=self.toolchains if self.toolchains is not None else worker_toolchains(),
             unsafe_no_sandbox=self.unsafe_no_sandbox,
@@ -402,13 +434,12 @@ class FixRepairService:
 
     def ports(self, plan: RepairPlan, interrupt: Interrupt | None = None) -> EnginePorts:
         """The ports ``plan`` runs with in the worker."""
-        key = self.settings.anthropic_api_key
         index = None
         if plan.index is not None and plan.index.repo_id is not None:
             index = attempt_index(self.index_port(), plan.index.repo_id, plan.index.commit or plan.head_sha)
         return EnginePorts(
             config=EngineConfig.of(self.settings),
-            api_key=key.get_secret_value() if key is not None else None,
+            api_key=self.resolved_llm().api_key,
             runner=self.runner,
             llm=self.llm,
             clock=self.clock,

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jobs.plan import PlanDefaults, RepairPlan
-from jobs.ports import BranchHead, IssueInfo, PullRequestInfo, PullRequestRef
+from jobs.ports import BranchHead, IssueInfo, PullRequestInfo, PullRequestRef, WorkflowRunRef
 from jobs.repair.budget import Spend
 from jobs.repair.ports import Interrupt
 from jobs.repair.report import RepairReport
@@ -70,6 +70,8 @@ class FakeGitHubGateway(_Recorder):
         self.logs: dict[int, str] = {}
         self.heads: dict[str, str] = {}
         """branch -> sha for :meth:`get_branch_head`."""
+        self.green_runs: dict[tuple[int, str], WorkflowRunRef] = {}
+        """``(workflow id, branch)`` -> the last successful run (:meth:`last_successful_run`)."""
         self.branches: dict[str, tuple[str, dict[str, str | None]]] = {}
         """branch -> (base sha, files) as last pushed."""
         self.opened: dict[str, PullRequestRef] = {}
@@ -119,6 +121,15 @@ class FakeGitHubGateway(_Recorder):
             target = dest / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
+
+    def last_successful_run(self, repo: str, workflow_id: int, branch: str) -> WorkflowRunRef | None:
+        """The configured :attr:`green_runs` entry (None when there is none)."""
+        self._record("last_successful_run", repo=repo, workflow_id=workflow_id, branch=branch)
+        return self.green_runs.get((workflow_id, branch))
+
+    def fetch_history(self, repo: str, dest: Path, shas: Sequence[str], *, depth: int) -> None:
+        """Recorded only (:meth:`clone` writes files, no git history)."""
+        self._record("fetch_history", repo=repo, dest=dest, shas=tuple(shas), depth=depth)
 
     def load_repo_config(self, repo: str, ref: str) -> RepoConfig:
         """The configured :class:`RepoConfig`."""

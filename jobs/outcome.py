@@ -168,7 +168,7 @@ def record_outcome(run: AttemptRun, report: RepairReport) -> str:
         reason = f"{capped} ({reason})"
     run.update(**common)
     summary = attempt_summary(run.attempt, fixed=False, reason=reason, report=report)
-    return run.finish(
+    finished = run.finish(
         "no_fix",
         f"{report.verdict}: {reason}",
         title="ARCS did not find a fix",
@@ -177,3 +177,8 @@ def record_outcome(run: AttemptRun, report: RepairReport) -> str:
         conclusion="neutral",
         check=render.check_run_output("completed", summary, reason=f"{report.verdict}: {reason}"),
     )
+    if report.revert is not None and report.revert.files:
+        # `on_no_fix: revert` (#14): the engine verified a revert of the culprit; publishing
+        # re-checks every rule (default branch, limits, .arcs.yml) before opening its PR.
+        enqueue_publish(run.deps, run.job, run.attempt)
+    return finished

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from jobs.config import PathsConfig, paths_of
 from jobs.repair.budget import Budget
 from jobs.repair.changes import ChangeSet
 from jobs.repair.errors import ConfigError
-from jobs.repair.loop_config import LoopConfig
+from jobs.repair.loop_config import GateConfig, LoopConfig
 from jobs.repair.report import MAX_FAILURE_LOG_CHARS
 from jobs.repair.tiers import TierRequest, parse_tier
 from runners.config import RepoConfig
@@ -40,6 +41,7 @@ __all__ = [
     "RepairRequest",
     "capped_budget",
     "for_cli",
+    "on_no_fix_for",
     "own_budget",
     "plan_for",
     "tier_for",
@@ -155,6 +157,11 @@ class RepairRequest:
     """What the owner's monthly budget granted this attempt (reserved in the store)."""
     changes: ChangeSet | None = None
     """The change from the last green commit to ``head_sha``, when known (issue #14)."""
+    change_note: str = ""
+    """Where :attr:`changes` came from, or why there is none (a line of the trace)."""
+    on_default_branch: bool = False
+    """The red commit is the head of the default branch, not of a pull request (a revert of the
+    culprit may then be offered: ``.arcs.yml`` ``on_no_fix: revert``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +189,13 @@ class RepairPlan:
     changes: ChangeSet | None = None
     """Last green -> red (``arcs fix --since``): tier 0 offers reverts of its hunks and commits, and
     autofix limits a formatter's fix to its files first. None: unknown."""
+    change_note: str = ""
+    """Where :attr:`changes` came from, or why there is none (a line of the trace)."""
+    on_no_fix: Literal["report", "revert"] = "report"
+    """``revert``: when no forward fix passes, revert the culprit commit if its revert passes the
+    final verification. Only ever ``revert`` on the default branch (``.arcs.yml`` ``on_no_fix``)."""
+    revert_skipped: str = ""
+    """``.arcs.yml`` asks for ``revert`` but this run may not (not the default branch): why."""
     test_command: str | None = None
     """The explicit test command (``--test``, the CI step's); None: ``.arcs.yml``, conventions."""
     budget: Budget = field(default_factory=Budget)
@@ -225,9 +239,35 @@ class RepairPlan:
 # --- the builders ----------------------------------------------------------------------------
 
 
-def _loop(parallel: int, runner: RepoConfig) -> LoopConfig:
+def _loop(parallel: int, runner: RepoConfig, paths: PathsConfig) -> LoopConfig:
     loop = LoopConfig(parallel=max(1, parallel))
+    loop = replace(loop, gates=gates_for(paths, loop.gates))
     return replace(loop, test_timeout_s=runner.timeout_s) if runner.timeout_s is not None else loop
+
+
+def gates_for(paths: PathsConfig, base: GateConfig) -> GateConfig:
+    """``base`` with ``.arcs.yml`` ``paths:`` applied: its ``denied`` globs are added to the
+    gates' own (never replace them), a non-empty ``allowed`` list limits every patch to it."""
+    denied = tuple(dict.fromkeys((*base.denied, *paths.denied)))
+    return replace(base, denied=denied, allowed=paths.allowed or base.allowed)
+
+
+def on_no_fix_for(request: RepairRequest, config: ArcsConfig) -> Literal["report", "revert"]:
+    """``.arcs.yml`` ``on_no_fix``, but ``revert`` only for a CI failure on the default branch
+    (never on a pull request's branch: ARCS does not undo someone else's work there)."""
+    wanted = getattr(config, "on_no_fix", "report")
+    return "revert" if wanted == "revert" and request.kind == "ci" and request.on_default_branch else "report"
+
+
+def _revert_refused(request: RepairRequest, config: ArcsConfig) -> str:
+    """Why a CI repair that ``.arcs.yml`` wants reverted may not be ('' when it may, or is not asked)."""
+    if (
+        request.kind != "ci"
+        or getattr(config, "on_no_fix", "report") != "revert"
+        or request.on_default_branch
+    ):
+        return ""
+    return "not the default branch (ARCS never reverts on a pull request's or another branch)"
 
 
 def plan_for(request: RepairRequest, config: ArcsConfig, defaults: PlanDefaults) -> RepairPlan:
@@ -247,6 +287,10 @@ def plan_for(request: RepairRequest, config: ArcsConfig, defaults: PlanDefaults)
         issue_text = f"{title}\n\n{request.issue_body or ''}"
         if request.instructions:
             issue_text += f"\n\nReviewer instructions:\n{request.instructions}"
+    elif request.instructions:
+        # `/arcs revise` on an ARCS pull request: the reviewer's words are the task (its head
+        # passes CI, so a CI task would find nothing to do); the test command still guards it.
+        issue_text = f"Revise this pull request as the reviewer asks\n\n{request.instructions}"
     use_index = defaults.use_index and tier != "0"
     return RepairPlan(
         workdir=request.workdir,
@@ -262,11 +306,14 @@ def plan_for(request: RepairRequest, config: ArcsConfig, defaults: PlanDefaults)
         failure_log=(request.failure_log or "")[:MAX_FAILURE_LOG_CHARS],
         instructions=request.instructions or "",
         changes=request.changes,
+        change_note=request.change_note,
+        on_no_fix=on_no_fix_for(request, config),
+        revert_skipped=_revert_refused(request, config),
         test_command=None if config.test else request.test_command,
         budget=capped_budget(own, request.usd_cap),
         budget_own=own,
         tier=tier,
-        loop=_loop(defaults.parallel, runner),
+        loop=_loop(defaults.parallel, runner, config.paths),
         repo_config=runner,
         toolchains=defaults.toolchains,
         unsafe_no_sandbox=defaults.unsafe_no_sandbox,
@@ -309,6 +356,7 @@ def for_cli(
     timeout becomes ``.arcs.yml`` ``timeout_s`` when that is set.
     """
     base = loop if loop is not None else LoopConfig()
+    base = replace(base, gates=gates_for(paths_of(repo_config), base.gates))
     if repo_config.timeout_s is not None:
         base = replace(base, test_timeout_s=repo_config.timeout_s)
     own = budget if budget is not None else Budget()

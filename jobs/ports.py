@@ -82,6 +82,15 @@ class PullRequestRef:
     """``False`` when an open pull request for the branch already existed (and was updated)."""
 
 
+@dataclass(frozen=True, slots=True)
+class WorkflowRunRef:
+    """One workflow run: what the last green run of a workflow tells (its commit)."""
+
+    id: int
+    head_sha: str
+    head_branch: str = ""
+
+
 class GitHubGateway(Protocol):
     """The GitHub operations of one installation (implemented by ``bot.github``)."""
 
@@ -107,6 +116,16 @@ class GitHubGateway(Protocol):
 
     def clone(self, repo: str, sha: str, dest: Path) -> None:
         """Check out ``repo`` at ``sha`` into the empty folder ``dest`` (no credentials left in it)."""
+        ...
+
+    def last_successful_run(self, repo: str, workflow_id: int, branch: str) -> WorkflowRunRef | None:
+        """The newest successful run of workflow ``workflow_id`` on ``branch`` (None: none yet)."""
+        ...
+
+    def fetch_history(self, repo: str, dest: Path, shas: Sequence[str], *, depth: int) -> None:
+        """Make the checkout at ``dest`` (made by :meth:`clone`) hold up to ``depth`` commits of
+        history behind each of ``shas`` (fetched when missing), so that the change between two of
+        them can be read there."""
         ...
 
     def load_repo_config(self, repo: str, ref: str) -> RepoConfig:

@@ -8,21 +8,35 @@ failure so the queue retries it. The pull request's text comes from the stored a
 (its :class:`jobs.repair.report.RepairReport`: :func:`jobs.report_summary.attempt_summary` ->
 :mod:`jobs.render`). ``draft`` and labels are the gateway's business: the App's gateway reads
 them from ``.arcs.yml`` on the default branch.
+
+A ``no_fix`` attempt whose report carries a verified revert of the culprit
+(``.arcs.yml`` ``on_no_fix: revert``, :class:`jobs.repair.report.RevertResult`) publishes that revert
+instead: branch ``arcs/revert/<sha7>``, the same gateway call (draft, labels, one pull request per
+branch), the pull-request limits checked again (a ``no_fix`` attempt no longer counts as one that
+may still open a pull request), and never on a pull request's branch (:func:`jobs.revert_pr.revert_refusal`,
+checked here against the repository's default branch whatever the worker decided).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 
 import structlog
 from structlog.contextvars import bind_contextvars
 
-from jobs import render
+from jobs import render, revert_pr
+from jobs.admission import count_arcs_prs, pr_limit_reached, updates_open_pr
+from jobs.attempt import load_config
 from jobs.branches import branch_name
+from jobs.config import ArcsConfig
 from jobs.logctx import set_outcome
 from jobs.messages import JobRequest, PublishResult, RecordPrOutcome
-from jobs.ports import AttemptView
-from jobs.report_summary import attempt_summary
+from jobs.policy import merge
+from jobs.ports import AttemptView, PullRequestRef
+from jobs.repair.errors import ConfigError
+from jobs.repair.report import RepairReport
+from jobs.report_summary import attempt_summary, stored_report
 from jobs.run import AttemptRun, Deps, closing
 
 log = structlog.get_logger("arcs.pipeline")
@@ -37,8 +51,11 @@ def publish_result(deps: Deps, job: JobRequest, *, message_id: str | None = None
     bind_contextvars(attempt_id=str(attempt_id))
     store = deps.store
     attempt = store.get_attempt(attempt_id)
+    reverting = _pending_revert(attempt)
     # `partial` attempts carry files only when `.arcs.yml` asked for a pull request (open_pr_on_partial).
-    if attempt is None or attempt.status not in ("fixed", "partial") or not attempt.files:
+    if attempt is None or (
+        reverting is None and (attempt.status not in ("fixed", "partial") or not attempt.files)
+    ):
         log.warning("publish.nothing", status=attempt.status if attempt else None)
         set_outcome("nothing_to_publish")
         return "nothing_to_publish"
@@ -51,11 +68,41 @@ def publish_result(deps: Deps, job: JobRequest, *, message_id: str | None = None
         set_outcome("duplicate")
         return "duplicate"
     with closing(deps.github(attempt.installation_id)) as gh:
-        return _publish(AttemptRun(deps, gh, attempt, job))
+        run = AttemptRun(deps, gh, attempt, job)
+        return _publish(run) if reverting is None else _publish_revert(run, reverting)
+
+
+def _push_and_open(
+    run: AttemptRun,
+    branch: str,
+    base: str,
+    files: Mapping[str, str | None],
+    message: str,
+    title: str,
+    body: str,
+) -> PullRequestRef:
+    """Push ``files`` onto the attempt's head as ``branch``, open (or update) its pull request
+    against ``base`` and record it with the attempt."""
+    attempt = run.attempt
+    assert attempt.head_sha is not None  # the callers checked
+    commit = run.gh.push_branch(attempt.repo, branch, attempt.head_sha, dict(files), message)
+    pr = run.gh.open_or_update_pr(attempt.repo, branch, base, title, body)
+    run.deps.store.record_pr(
+        repo=attempt.repo, number=pr.number, url=pr.url, branch=branch, attempt_id=attempt.id, head_sha=commit
+    )
+    run.update(publish_state="published", pr_number=pr.number, pr_url=pr.url)
+    return pr
+
+
+def _pending_revert(attempt: AttemptView | None) -> RepairReport | None:
+    """The stored report of a ``no_fix`` attempt that carries a revert to publish (else None)."""
+    if attempt is None or attempt.status != "no_fix":
+        return None
+    report = stored_report(attempt)
+    return report if report.revert is not None and report.revert.files else None
 
 
 def _publish(run: AttemptRun) -> str:
-    store = run.deps.store
     attempt = run.attempt
     summary = attempt_summary(attempt)
     branch = attempt.branch or branch_name("attempt", str(attempt.id))
@@ -63,21 +110,15 @@ def _publish(run: AttemptRun) -> str:
     try:
         if attempt.head_sha is None or base is None:
             raise ValueError("the attempt has no head commit or base branch to publish against")
-        commit = run.gh.push_branch(
-            attempt.repo, branch, attempt.head_sha, attempt.files or {}, _commit_message(attempt)
+        pr = _push_and_open(
+            run,
+            branch,
+            base,
+            attempt.files or {},
+            _commit_message(attempt),
+            render.pr_title(summary),
+            render.pr_body(summary),
         )
-        pr = run.gh.open_or_update_pr(
-            attempt.repo, branch, base, render.pr_title(summary), render.pr_body(summary)
-        )
-        store.record_pr(
-            repo=attempt.repo,
-            number=pr.number,
-            url=pr.url,
-            branch=branch,
-            attempt_id=attempt.id,
-            head_sha=commit,
-        )
-        run.update(publish_state="published", pr_number=pr.number, pr_url=pr.url)
     except Exception as exc:
         run.update(publish_state="failed")
         run.event("error", f"publishing failed (will retry): {type(exc).__name__}: {exc}")
@@ -105,6 +146,91 @@ def _publish(run: AttemptRun) -> str:
     )
     set_outcome("published", pr_number=pr.number)
     log.info("publish.done", pr_number=pr.number, created=pr.created, branch=branch)
+    return "published"
+
+
+def _revert_limit(run: AttemptRun, config: ArcsConfig, branch: str) -> str | None:
+    """The pull-request limits of admission (:mod:`jobs.admission`), for a revert about to open a
+    new pull request: a reason when one is reached, else None."""
+    store = run.deps.store
+    if updates_open_pr(store, run.repo, branch):
+        return None
+    owner = run.attempt.owner or run.repo.split("/", 1)[0]
+    owner_row, repo_row = store.policy_rows(owner, run.repo)
+    policy = merge(owner, run.repo, owner_row, repo_row, config_max_prs_per_day=config.max_prs_per_day)
+    reached = pr_limit_reached(
+        config, count_arcs_prs(store, run.repo, run.deps.clock()), run.repo, policy=policy
+    )
+    return None if reached is None else reached[1].removesuffix("; skipping this repair")
+
+
+def _revert_refused(run: AttemptRun, report: RepairReport, why: str) -> str:
+    """No revert pull request: a ``refusal`` event, and the check run says why (not retried)."""
+    run.update(publish_state="refused")
+    run.event("refusal", f"no revert pull request: {why}", policy="on_no_fix")
+    log.warning("publish.revert_refused", reason=why[:300])
+    summary = attempt_summary(run.attempt, fixed=False, report=report)
+    check = render.check_run_output("completed", summary, reason=run.attempt.reason or "no verified fix")
+    said = f"Attempt #{run.attempt.id}: no revert pull request was opened: {render.defuse(why)}."
+    check["summary"] = render.truncate(f"{said}\n\n{check['summary']}", render.MAX_CHECK_TEXT)
+    run.tell("ARCS did not open a revert", said, conclusion="neutral", check=check, comment=False)
+    set_outcome("revert_refused")
+    return "revert_refused"
+
+
+def _publish_revert(run: AttemptRun, report: RepairReport) -> str:
+    """Push the verified revert of the culprit to ``arcs/revert/<sha7>`` and open (or update) its
+    pull request against the default branch: only there, only for a CI failure outside any pull
+    request, only when ``.arcs.yml`` on the default branch still says ``on_no_fix: revert`` and the
+    pull-request limits allow it."""
+    attempt = run.attempt
+    revert = report.revert
+    assert revert is not None  # _pending_revert
+    default = run.gh.get_branch_head(attempt.repo).name
+    why = revert_pr.revert_refusal(
+        revert,
+        trigger=attempt.trigger,
+        head_branch=attempt.head_branch,
+        base_branch=attempt.base_branch,
+        pull_request=attempt.issue_number,
+        default_branch=default,
+    )
+    branch = revert_pr.revert_branch(revert.sha)
+    if why is None:
+        try:
+            config = load_config(run.gh, attempt.repo, None)
+        except ConfigError as exc:
+            config, why = ArcsConfig(), f"`.arcs.yml` on `{default}` is malformed ({exc})"
+        if why is None and config.on_no_fix != "revert":
+            why = f"`.arcs.yml` on `{default}` does not say `on_no_fix: revert`"
+        why = why or _revert_limit(run, config, branch)
+    if why is not None or attempt.head_sha is None:
+        return _revert_refused(run, report, why or "the attempt has no head commit")
+    summary = attempt_summary(attempt, fixed=False, report=report)
+    title = revert_pr.revert_title(revert, report.culprit)
+    try:
+        pr = _push_and_open(
+            run,
+            branch,
+            default,
+            dict(revert.files),
+            revert_pr.revert_commit_message(revert, report.culprit, attempt_id=attempt.id),
+            title,
+            revert_pr.revert_body(summary, revert, base=default),
+        )
+    except Exception as exc:
+        run.update(publish_state="failed")
+        run.event("error", f"publishing the revert failed (will retry): {type(exc).__name__}: {exc}")
+        log.error("publish.failed", error=f"{type(exc).__name__}: {exc}"[:300])
+        raise
+    verb = "opened" if pr.created else "updated"
+    said = f"Attempt #{attempt.id} {verb} #{pr.number} ({pr.url}), a revert of {revert.sha[:7]}, on branch `{branch}`."
+    check = render.check_run_output("completed", summary, reason=attempt.reason or "no verified fix")
+    check["title"] = render.truncate(f"Revert proposed: {title}", render.MAX_CHECK_TITLE, note="…")
+    check["summary"] = render.truncate(f"{said}\n\n{check['summary']}", render.MAX_CHECK_TEXT)
+    run.tell(f"ARCS {verb} a revert pull request", said, conclusion="neutral", check=check, comment=False)
+    set_outcome("published_revert", pr_number=pr.number)
+    log.info("publish.revert", pr_number=pr.number, created=pr.created, branch=branch)
     return "published"
 
 

@@ -15,6 +15,9 @@ import re
 from decimal import Decimal
 from typing import Literal
 
+from jobs.render_change import change_notes, changes_line, culprit_line
+from jobs.render_text import TRUNCATED, defuse, fenced, truncate
+from jobs.render_text import one_line as _one_line
 from jobs.summary import DiffStats, RepairSummary, TestTally, diff_stats
 
 __all__ = [
@@ -35,10 +38,13 @@ __all__ = [
     "RepairSummary",
     "StatusState",
     "TestTally",
+    "change_notes",
+    "changes_line",
     "check_run_conclusion",
     "check_run_output",
     "config_error_comment",
     "cost_table",
+    "culprit_line",
     "defuse",
     "diff_stats",
     "fenced",
@@ -64,7 +70,6 @@ MAX_TITLE_CHARS = 120
 BODY_BUDGET = 60000
 """What ARCS allows itself of a body (headroom for GitHub's own counting of multi-byte text)."""
 PR_MARKER = "<!-- arcs:pr -->"
-TRUNCATED = "\n\n… (truncated)"
 
 StatusState = Literal[
     "queued", "working", "pr_opened", "pr_updated", "no_fix", "partial", "environment", "skipped", "error"
@@ -77,37 +82,6 @@ STATUS_MARKER_RE = re.compile(r"<!-- arcs:status attempt=([A-Za-z0-9._:/-]+) -->
 
 
 # --------------------------------------------------------------------------- text helpers
-
-
-_MENTION = re.compile(r"(?<![\w`])@(?=[A-Za-z0-9])")
-
-
-def defuse(text: str) -> str:
-    """Untrusted text made safe for Markdown outside code: no @mention pings, no HTML comments
-    (which could forge ARCS' markers) or tags."""
-    text = _MENTION.sub("@\u2060", text)
-    return text.replace("<!--", "&lt;!--").replace("-->", "--&gt;").replace("<", "&lt;")
-
-
-def _one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
-
-
-def truncate(text: str, limit: int, *, note: str = TRUNCATED) -> str:
-    """``text`` cut to at most ``limit`` characters, ending with ``note`` when cut."""
-    if len(text) <= limit:
-        return text
-    keep = max(0, limit - len(note))
-    return text[:keep] + note[: max(0, limit - keep)]
-
-
-def fenced(text: str, lang: str = "") -> str:
-    """A code block whose fence is longer than any backtick run inside ``text``."""
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    body = text if text.endswith("\n") else text + "\n"
-    return f"{fence}{lang}\n{body}{fence}"
 
 
 def _cell(text: str) -> str:
@@ -233,6 +207,8 @@ def pr_body(
         summary_lines.append(f"\nFailing run{job}: {result.failing_run_url}")
     if result.head_sha:
         summary_lines.append(f"Failing commit: {result.head_sha}")
+    if result.culprit is not None or result.changes.strip():
+        summary_lines.append(change_notes(result))
     if result.target_tests:
         shown = result.target_tests[:20]
         tests = "\n".join(f"- `{t.replace('`', '')}`" for t in shown)
@@ -349,15 +325,21 @@ def check_run_output(
             summary += f"\n\n{defuse(_one_line(why, 2000))}"
         if not pr_url:
             summary += "\n\nNo pull request was opened (`open_pr_on_partial` in `.arcs.yml` asks for one)."
+        if notes := change_notes(result):
+            summary += f"\n\n{notes}"
     elif result is not None and result.fixed:
         title = "Fix proposed" if pr_url else "Fix found"
         summary = f"ARCS found a fix: {pr_url}" if pr_url else "ARCS found a fix."
         stats = result.stats
         summary += f"\n\n{stats.label()}."
+        if notes := change_notes(result):
+            summary += f"\n\n{notes}"
     else:
         why = reason or (result.reason if result is not None else "") or "no verified fix"
         title = f"No fix: {_one_line(why, 80)}"
         summary = f"ARCS did not open a pull request: {defuse(_one_line(why, 2000))}"
+        if result is not None and (notes := change_notes(result)):
+            summary += f"\n\n{notes}"
     if result is not None and status == "completed":
         summary += "\n\n## Verification\n\n" + verification_table(result)
         summary += "\n\n## Cost\n\n" + cost_table(result)

@@ -82,7 +82,18 @@ def attempt_summary(
         issue_number=attempt.issue_number if issue else None,
         head_sha=attempt.head_sha or "",
         attempt_id=str(attempt.id),
+        changes=r.changes,
+        culprit=r.culprit,
+        on_no_fix=_recorded(r, "on_no_fix"),
+        revert_sha=r.revert.sha if r.revert is not None and r.revert.files else "",
+        revert_skipped=_recorded(r, "revert_skipped"),
     )
+
+
+def _recorded(report: RepairReport, name: str) -> str:
+    """A text field of the report that older reports (and builds) may not have ('' then)."""
+    value = getattr(report, name, "")
+    return value if isinstance(value, str) else ""
 
 
 __all__ = ["attempt_summary", "is_issue", "stored_report", "tally"]

@@ -9,7 +9,10 @@ the pull request, check run and comments; the GitHub Action maps its report onto
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from jobs.repair.report import Culprit
 
 __all__ = ["DiffStats", "RepairSummary", "TestTally", "diff_stats"]
 
@@ -96,6 +99,16 @@ class RepairSummary:
     """``partial``: tests that still fail and already failed before the change."""
     verification: str = ""
     """The final verification run of the exact test command, in words ('' when none ran)."""
+    changes: str = ""
+    """The change since the last green run in one line (``abc1234..def5678, 3 commits``; '')."""
+    culprit: Culprit | None = None
+    """The commit that turned CI red, when known (bisected, or the only one since green)."""
+    on_no_fix: str = ""
+    """``.arcs.yml`` ``on_no_fix`` in effect for the repair (``report``/``revert``; '' unknown)."""
+    revert_sha: str = ""
+    """The culprit a verified revert pull request is (being) opened for ('' none)."""
+    revert_skipped: str = ""
+    """Under ``on_no_fix: revert``: why no revert was opened ('' when not recorded)."""
 
     @property
     def partial(self) -> bool:

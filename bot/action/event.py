@@ -59,6 +59,11 @@ class Target:
     """A comment on an issue (not a pull request): the issue is the task."""
     needs_pull_lookup: bool = False
     """``issue_comment`` on a pull request: head sha/branch/repository come from the API."""
+    base_sha: str = ""
+    """Where the change signal starts (:mod:`bot.action.changes`): ``push``: the event's
+    ``before``; a pull request: its base branch's tip (the base is the merge base with the head)."""
+    workflow_id: int | None = None
+    """``workflow_run``: the workflow whose last successful run on :attr:`branch` is the base."""
 
     @property
     def issue_text(self) -> str | None:
@@ -116,7 +121,14 @@ def target_for(env: ActionEnv) -> Target:
     if name == "issue_comment":
         return _issue_comment(env, event, default_branch)
     branch = _branch_of(env.ref)
-    target = Target(kind="push", decision="repair", sha=env.sha, branch=branch, default_branch=default_branch)
+    target = Target(
+        kind="push",
+        decision="repair",
+        sha=env.sha,
+        branch=branch,
+        default_branch=default_branch,
+        base_sha=_str(_get(event, "before")) if name == "push" else "",
+    )
     if not branch:
         return _replace(
             target, "skip", f"{env.ref or 'this ref'} is not a branch: a fix needs a branch to go to"
@@ -138,6 +150,7 @@ def _pull_request(event: Mapping[str, Any], default_branch: str) -> Target:
         pr_number=number,
         issue_number=number,
         fork=head_repo != base_repo,
+        base_sha=_str(_get(pull, "base", "sha")),
     )
     if number is None or not target.sha:
         return _replace(target, "refuse", "the pull_request event has no pull_request.number/head.sha")
@@ -171,6 +184,7 @@ def _workflow_run(env: ActionEnv, event: Mapping[str, Any], default_branch: str)
         issue_number=number,
         fork=bool(head_repo) and head_repo != base_repo,
         failed_run_id=_int(_get(run, "id")),
+        workflow_id=_int(_get(run, "workflow_id")),
     )
     conclusion = _str(_get(run, "conclusion"))
     if conclusion not in FAILED_CONCLUSIONS:
@@ -242,11 +256,21 @@ def _issue_comment(env: ActionEnv, event: Mapping[str, Any], default_branch: str
     )
 
 
-def with_pull(target: Target, *, sha: str, branch: str, head_repo: str, base_repo: str) -> Target:
-    """``target`` completed with the pull request read through the API (``issue_comment`` on a PR)."""
+def with_pull(
+    target: Target, *, sha: str, branch: str, head_repo: str, base_repo: str, base_sha: str = ""
+) -> Target:
+    """``target`` completed with the pull request read through the API (``issue_comment`` on a PR;
+    ``base_sha``: its base branch's tip, where the change signal starts)."""
     from dataclasses import replace
 
-    done = replace(target, sha=sha, branch=branch, fork=head_repo != base_repo, needs_pull_lookup=False)
+    done = replace(
+        target,
+        sha=sha,
+        branch=branch,
+        fork=head_repo != base_repo,
+        needs_pull_lookup=False,
+        base_sha=base_sha,
+    )
     if done.fork:
         return _replace(done, "skip", fork_reason(head_repo or "a deleted fork"))
     return _guard_branch(done)

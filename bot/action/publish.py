@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import structlog
 
@@ -259,22 +259,35 @@ def publish_comment(
     return Published("comment", True, url=url, detail=f"commented on #{number}")
 
 
-def pull_request_head(client: InstallationClient, number: int) -> tuple[str, str, str, str]:
-    """``(head sha, head branch, head repository, base repository)`` of pull request ``number``."""
+class PullHead(NamedTuple):
+    """What :func:`pull_request_head` reads of a pull request."""
+
+    sha: str
+    branch: str
+    head_repo: str
+    base_repo: str
+    base_sha: str
+    """The base branch's tip (the change signal's merge base is taken with it)."""
+
+
+def pull_request_head(client: InstallationClient, number: int) -> PullHead:
+    """Head sha, head branch, head and base repositories and base sha of pull request ``number``."""
     with github_errors(f"read pull request #{number}"):
         data: Any = client.gh.rest.pulls.get(client.owner, client.repo, number).json()
     head = data.get("head") or {}
     base = data.get("base") or {}
-    return (
-        str(head.get("sha") or ""),
-        str(head.get("ref") or ""),
-        str((head.get("repo") or {}).get("full_name") or ""),
-        str((base.get("repo") or {}).get("full_name") or client.full_name),
+    return PullHead(
+        sha=str(head.get("sha") or ""),
+        branch=str(head.get("ref") or ""),
+        head_repo=str((head.get("repo") or {}).get("full_name") or ""),
+        base_repo=str((base.get("repo") or {}).get("full_name") or client.full_name),
+        base_sha=str(base.get("sha") or ""),
     )
 
 
 __all__ = [
     "ACTIONS_BOT_LOGIN",
+    "PullHead",
     "base_mismatches",
     "failed",
     "identity",

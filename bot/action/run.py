@@ -11,7 +11,10 @@
    the tests run unsandboxed (as the workflow's own test step did) and the summary says so.
 3. **Repair**: the same application entry point as ``arcs fix`` (:func:`jobs.fix.fix`, replaceable
    through :attr:`ActionDeps.fixer`): reproduce, repair within the budget, quality gates (no test
-   weakening), final verification. The workspace is not modified.
+   weakening), final verification. The workspace's files are not modified. With the change since
+   the last green commit (:mod:`bot.action.changes`: the push's ``before``, a pull request's merge
+   base, the last successful run; a shallow checkout is deepened) the repair also gets tier-0
+   reverts, the "what changed" context and a bisection to the culprit commit.
 4. **Publish** (:mod:`bot.action.publish`) with the token, only a verified fix.
 5. **Report**: the job summary (``GITHUB_STEP_SUMMARY``) and the step outputs (``GITHUB_OUTPUT``).
 
@@ -25,12 +28,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,6 +41,7 @@ import structlog
 
 from bot.action.env import ActionEnv
 from bot.action.event import Target, target_for, with_pull
+from bot.action.request import ci_failure, fix_request, read_config, sandbox, toolchains_from_path
 from bot.action.summary import (
     ActionOutcome,
     Published,
@@ -56,18 +59,15 @@ from jobs.render import RepairSummary
 if TYPE_CHECKING:
     from bot.github.client import InstallationClient
     from jobs.config import ArcsConfig
-    from jobs.fix import FixReport, FixRequest
+    from jobs.fix import FixReport
+    from jobs.green import ChangeSignal
     from jobs.repair.edits import AppliedEdits
     from jobs.repair.report import RepairReport
-    from runners.logs import FailureReport
 
 log = structlog.get_logger(__name__)
 
 Fixer = Callable[..., "FixReport"]
 """The application entry point: :func:`jobs.fix.fix`'s signature."""
-SYSTEM_BIN = frozenset(
-    {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin", "/snap/bin"}
-)
 FIX_BRANCH = "arcs/fix/{signature}"
 
 
@@ -87,23 +87,6 @@ class ActionDeps:
 # --------------------------------------------------------------------------- pure helpers
 
 
-def toolchains_from_path(path: str) -> tuple[Path, ...]:
-    """The folders whose ``bin/`` is on the workflow's ``PATH`` (system folders aside): what the
-    setup steps installed (``actions/setup-python``, ``setup-node``…) is exposed to the tests."""
-    out: list[Path] = []
-    for entry in path.split(os.pathsep):
-        entry = entry.rstrip("/")
-        if not entry or entry in SYSTEM_BIN or not entry.endswith("/bin"):
-            continue
-        bin_dir = Path(entry)
-        if not bin_dir.is_absolute() or not bin_dir.is_dir():
-            continue
-        root = bin_dir.parent
-        if root != Path("/") and root not in out:
-            out.append(root)
-    return tuple(out)
-
-
 def failure_signature(repository: str, target: Target, command: str, failing: tuple[str, ...]) -> str:
     """12 hex digits naming the failure: the same failure on the same branch, the same branch and
     pull request (one per signature), whichever run or commit found it."""
@@ -112,19 +95,6 @@ def failure_signature(repository: str, target: Target, command: str, failing: tu
     else:
         key = "\n".join([repository, target.branch, command, *sorted(set(failing))])
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:12]
-
-
-def _read_config(workspace: Path) -> ArcsConfig:
-    from jobs.config import load as load_arcs_config
-
-    def read(rel: str) -> str | None:
-        target = workspace / rel
-        try:
-            return target.read_text(encoding="utf-8") if target.is_file() else None
-        except (OSError, UnicodeDecodeError):
-            return None
-
-    return load_arcs_config(read)
 
 
 def fix_changes(report: FixReport) -> AppliedEdits:
@@ -222,8 +192,6 @@ def _run(settings: Settings, env: ActionEnv, deps: ActionDeps) -> ActionOutcome:
     with _client(env, deps) as client:
         if target.decision == "repair" and target.needs_pull_lookup:
             if client is None:
-                from dataclasses import replace
-
                 target = replace(
                     target,
                     decision="refuse",
@@ -233,14 +201,21 @@ def _run(settings: Settings, env: ActionEnv, deps: ActionDeps) -> ActionOutcome:
                 from bot.action.publish import pull_request_head
 
                 assert target.pr_number is not None
-                sha, branch, head_repo, base_repo = pull_request_head(client, target.pr_number)
-                target = with_pull(target, sha=sha, branch=branch, head_repo=head_repo, base_repo=base_repo)
+                pull = pull_request_head(client, target.pr_number)
+                target = with_pull(
+                    target,
+                    sha=pull.sha,
+                    branch=pull.branch,
+                    head_repo=pull.head_repo,
+                    base_repo=pull.base_repo,
+                    base_sha=pull.base_sha,
+                )
         if target.decision != "repair":
             log.info("action.not_run", decision=target.decision, reason=target.reason[:200])
             return _not_run(env, target)
-        config = _read_config(env.workspace)
+        config = read_config(env.workspace)
         notices: list[str] = []
-        ci = _ci_failure(client, env, target, notices)
+        ci = ci_failure(client, env, target, notices)
         if ci is not None and not ci.repairable:
             return ActionOutcome(
                 verdict="skipped",
@@ -249,14 +224,21 @@ def _run(settings: Settings, env: ActionEnv, deps: ActionDeps) -> ActionOutcome:
                 run_url=env.run_url,
                 exit_code=0,
             )
-        sandbox_note, unsafe, refusal = _sandbox(settings, env, toolchains_from_path(env.path))
+        sandbox_note, unsafe, refusal = sandbox(settings, env, toolchains_from_path(env.path))
         if refusal:
             return ActionOutcome(
                 verdict="refused", reason=refusal, repository=env.repository, run_url=env.run_url, exit_code=1
             )
-        request = _fix_request(settings, env, target, config, ci, unsafe, notices)
+        from bot.action.changes import change_signal
+
+        signal = change_signal(env, target, client)
+        if signal is not None and signal.changes is None:
+            notices.append(signal.note)
+        request = fix_request(settings, env, target, config, ci, unsafe, notices)
+        if signal is not None and signal.changes is not None:
+            request = replace(request, changes=signal.changes)
         report = (deps.fixer or _default_fixer())(settings, request, progress=deps.progress)
-        return _finish(env, target, config, client, report, sandbox_note, notices)
+        return _finish(env, target, config, client, report, sandbox_note, notices, signal)
 
 
 def _default_fixer() -> Fixer:
@@ -265,117 +247,17 @@ def _default_fixer() -> Fixer:
     return fix
 
 
-def _ci_failure(
-    client: InstallationClient | None, env: ActionEnv, target: Target, notices: list[str]
-) -> FailureReport | None:
-    """``workflow_run``: what the failed run's logs say (step, tests, hints); None otherwise."""
-    if target.failed_run_id is None:
-        return None
-    if client is None:
-        notices.append("no github-token: the failed run's logs were not read (no failing step or test hints)")
-        return None
-    from bot.github.logs import concatenate, download_failed_job_logs
-    from runners.logs import analyze_log
-
-    try:
-        logs = download_failed_job_logs(client, target.failed_run_id)
-    except GitHubError as exc:
-        notices.append(
-            f"the failed run's logs could not be read ({exc.message}); grant `actions: read` for hints"
-        )
-        return None
-    return analyze_log(concatenate(logs)) if logs else None
-
-
-def _sandbox(settings: Settings, env: ActionEnv, toolchains: tuple[Path, ...]) -> tuple[str, bool, str]:
-    """``(how the tests run, unsandboxed?, refusal)``."""
-    mode = env.inputs.sandbox
-    unsandboxed = (
-        "unsandboxed, in the job's own environment (as the workflow's test step ran them), with an "
-        "environment built from nothing: no token, no API key"
-    )
-    if mode == "off":
-        return f"{unsandboxed} (sandbox: off)", True, ""
-    from runners.factory import SandboxUnavailable, make_runner
-
-    try:
-        make_runner(
-            toolchain_paths=toolchains,
-            kind=settings.runner,
-            image=settings.runner_image,
-            runtime=settings.runner_runtime,
-        )
-    except SandboxUnavailable as exc:
-        if mode == "require":
-            return "", False, f"sandbox: require, but the sandbox cannot run on this runner: {exc.message}"
-        return f"{unsandboxed}: the sandbox cannot run on this runner ({exc.message})", True, ""
-    return f"in the {settings.runner} sandbox (no network, read-only system, the workspace copied)", False, ""
-
-
-def _fix_request(
-    settings: Settings,
-    env: ActionEnv,
-    target: Target,
-    config: ArcsConfig,
-    ci: FailureReport | None,
-    unsafe: bool,
-    notices: list[str],
-) -> FixRequest:
-    from jobs.fix import FixRequest
-    from jobs.repair.budget import Budget
-    from jobs.repair.loop import LoopConfig
-    from jobs.repair.tiers import TierRequest
-    from jobs.wiring import default_jobs, llm_config
-
-    inputs = env.inputs
-    command = target.command
-    llm = llm_config(settings)
-    tier: TierRequest = (
-        (command.tier if command is not None and command.tier else None) or inputs.tier or config.tier
-    )
-    if not llm.configured and tier != "0":
-        notices.append(f"no anthropic-api-key: tier 0 (repair templates, no model) instead of {tier}")
-        tier = "0"
-    try:
-        budget = config.budget.apply(Budget())
-        if inputs.budget_usd is not None:
-            budget = budget.with_(usd=inputs.budget_usd)
-        if command is not None and command.budget_usd is not None:
-            budget = budget.with_(usd=min(budget.usd, float(command.budget_usd)))
-        if command is not None and command.iterations is not None:
-            budget = budget.with_(iterations=command.iterations)
-    except ValueError as exc:
-        raise ConfigError(f"action: {exc}") from None
-    step_command = ci.step.command if ci is not None and ci.step is not None and not ci.step.uses else None
-    trace_dir = env.runner_temp / "arcs"
-    return FixRequest(
-        repo=env.workspace,
-        test_command=inputs.test or step_command,
-        issue_text=target.issue_text,
-        tier=tier,
-        budget=budget,
-        apply=False,
-        trace_out=trace_dir / f"trace-{env.run_id}-{env.run_attempt}.json",
-        traces_dir=trace_dir,
-        llm=llm,
-        config=LoopConfig(parallel=default_jobs()),
-        unsafe_no_sandbox=unsafe,
-        toolchain_paths=toolchains_from_path(env.path),
-        failure_class=ci.failure_class if ci is not None else "",
-        ci_tests=tuple(ci.test_ids) if ci is not None else (),
-        hints=tuple((ref.path, ref.line) for ref in ci.locations[:20]) if ci is not None else (),
-    )
-
-
 def repair_report(report: FixReport) -> RepairReport:
     """The :class:`jobs.repair.report.RepairReport` of the fix (what the summary renders)."""
     from jobs.repair.report import RepairReport
     from jobs.repair.trace import render_markdown
 
     result = report.result
-    return RepairReport.from_result(
+    repaired = RepairReport.from_result(
         result, trace_path=str(report.trace_path), trace_markdown=render_markdown(result.trace)
     )
+    # The change since green (#14): the range and the culprit the engine named.
+    return replace(repaired, changes=report.change.changes, culprit=report.change.culprit)
 
 
 def _finish(
@@ -386,7 +268,10 @@ def _finish(
     report: FixReport,
     sandbox_note: str,
     notices: list[str],
+    signal: ChangeSignal | None = None,
 ) -> ActionOutcome:
+    from jobs.culprit import changes_line
+
     result = report.result
     repaired = repair_report(report)
     issue = target.issue_text is not None
@@ -428,6 +313,9 @@ def _finish(
         test_command=command,
         signature=signature,
         exit_code=exit_code,
+        changes=changes_line(signal.changes) if signal is not None and signal.changes is not None else "",
+        change_origin=signal.note if signal is not None and signal.changes is not None else "",
+        culprit=repaired.culprit,
     )
 
 

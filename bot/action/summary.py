@@ -17,7 +17,7 @@ from jobs import render
 from jobs.render import RepairSummary, TestTally, defuse, fenced
 
 if TYPE_CHECKING:
-    from jobs.repair.report import RepairReport
+    from jobs.repair.report import Culprit, RepairReport
     from jobs.repair.trace_read import TestTally as RunTally
 
 ACTION_MARKER = "<!-- arcs:action signature={signature} -->"
@@ -68,6 +68,13 @@ class ActionOutcome:
     test_command: str = ""
     signature: str = ""
     exit_code: int = 1
+    changes: str = ""
+    """The change since the last green commit in one line (``abc1234..def5678, 3 commits, 2 files``);
+    '' without a change signal (the reason is then one of :attr:`notices`)."""
+    change_origin: str = ""
+    """Where that change starts (``base: the push's previous tip abc1234``)."""
+    culprit: Culprit | None = None
+    """The commit that turned CI red, when the repair named it."""
 
 
 def _tally(run: RunTally | None) -> TestTally | None:
@@ -153,6 +160,8 @@ def repair_summary(
         issue_title=issue_title,
         failing_run_url=failing_run_url,
         head_sha=head_sha,
+        changes=r.changes,
+        culprit=r.culprit,
     )
 
 
@@ -208,6 +217,9 @@ def job_summary(outcome: ActionOutcome) -> str:
     if outcome.run_url:
         facts.append(f"- **Run**: {outcome.run_url}")
     parts.append("\n".join(facts))
+    change = change_lines(outcome)
+    if change:
+        parts.append(change)
     for notice in outcome.notices:
         parts.append(f"> {defuse(' '.join(notice.split()))}")
     if outcome.rows:
@@ -228,6 +240,18 @@ def job_summary(outcome: ActionOutcome) -> str:
             )
             parts += ["### Patch", fenced(diff, "diff")]
     return "\n\n".join(parts) + "\n"
+
+
+def change_lines(outcome: ActionOutcome) -> str:
+    """The change signal's lines: the culprit, the range since the last green run, its base."""
+    lines = []
+    if outcome.culprit is not None:
+        lines.append(render.culprit_line(outcome.culprit))
+    if outcome.changes:
+        lines.append(render.changes_line(outcome.changes))
+        if outcome.change_origin:
+            lines.append(defuse(f"({' '.join(outcome.change_origin.split())})"))
+    return "  \n".join(lines)
 
 
 def comment_body(summary: RepairSummary, *, signature: str, run_url: str = "") -> str:
@@ -276,13 +300,14 @@ def review_body(summary: RepairSummary, *, signature: str, placed: int, outside:
 
 
 def step_outputs(outcome: ActionOutcome) -> dict[str, str]:
-    """``verdict``, ``pr-url``, ``trace``, ``published`` (the Action's outputs)."""
+    """``verdict``, ``pr-url``, ``trace``, ``published``, ``culprit`` (the Action's outputs)."""
     pub = outcome.published
     return {
         "verdict": outcome.verdict,
         "pr-url": pub.url if pub is not None and pub.ok and pub.mode == "pr" else "",
         "trace": outcome.trace_path,
         "published": "true" if pub is not None and pub.ok else "false",
+        "culprit": outcome.culprit.sha if outcome.culprit is not None else "",
     }
 
 
@@ -303,6 +328,7 @@ __all__ = [
     "ActionOutcome",
     "Published",
     "RunRow",
+    "change_lines",
     "comment_body",
     "format_outputs",
     "job_summary",

@@ -19,7 +19,7 @@ the gateway as a context manager, or ``contextlib.closing``).
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -30,7 +30,7 @@ from bot.errors import ConfigError
 from bot.github import GitHubError
 from bot.github.auth import COMMENT_PERMISSIONS, PUBLISH_PERMISSIONS, READ_PERMISSIONS, Permissions
 from bot.github.client import GitHubApp, InstallationClient, github_errors
-from bot.github.git import BotIdentity, clone_at_sha
+from bot.github.git import BotIdentity, clone_at_sha, fetch_history
 from bot.github.logs import concatenate, download_failed_job_logs
 from bot.github.publish import (
     add_reaction,
@@ -46,7 +46,7 @@ from bot.github.publish import (
 from bot.settings import Settings
 from jobs.config import ArcsConfig, RepoConfig, parse_repo_config
 from jobs.config import load as load_arcs_config
-from jobs.ports import BranchHead, IssueInfo, PullRequestInfo, PullRequestRef
+from jobs.ports import BranchHead, IssueInfo, PullRequestInfo, PullRequestRef, WorkflowRunRef
 
 log = structlog.get_logger(__name__)
 
@@ -209,6 +209,34 @@ class AppGitHubGateway:
         client = self.client(repo, "read")
         clone_url = str(repository(client).get("clone_url") or "")
         clone_at_sha(clone_url, sha, Path(dest), source=client.tokens)
+
+    def fetch_history(self, repo: str, dest: Path, shas: Sequence[str], *, depth: int) -> None:
+        """Deepen the checkout :meth:`clone` made to ``depth`` commits behind each of ``shas``
+        (read-only token, kept off disk)."""
+        client = self.client(repo, "read")
+        fetch_history(Path(dest), list(shas), depth=depth, source=client.tokens)
+
+    def last_successful_run(self, repo: str, workflow_id: int, branch: str) -> WorkflowRunRef | None:
+        """The newest successful run of the workflow on ``branch`` (``actions: read``)."""
+        client = self.client(repo, "read")
+        with github_errors(f"list the successful runs of workflow {workflow_id} on {branch} of {repo}"):
+            data: Any = client.gh.rest.actions.list_workflow_runs(
+                client.owner,
+                client.repo,
+                workflow_id,
+                branch=branch,
+                status="success",
+                exclude_pull_requests=True,
+                per_page=1,
+            ).json()
+        runs = data.get("workflow_runs") if isinstance(data, dict) else None
+        for run in runs or []:
+            sha = str(run.get("head_sha") or "") if isinstance(run, dict) else ""
+            if sha:
+                return WorkflowRunRef(
+                    id=int(run.get("id") or 0), head_sha=sha, head_branch=str(run.get("head_branch") or "")
+                )
+        return None
 
     def load_arcs_config(self, repo: str, ref: str | None = None) -> ArcsConfig:
         """The full ``.arcs.yml`` at ``ref`` (default branch when None); ConfigError names the key."""

@@ -217,6 +217,30 @@ def clone_at_sha(repository_url: str, sha: str, dest: Path, *, source: TokenSour
     return dest
 
 
+def fetch_history(dest: Path, shas: Sequence[str], *, depth: int, source: TokenSource) -> None:
+    """Deepen the checkout at ``dest`` (made by :func:`clone_at_sha`) to ``depth`` commits behind
+    each of ``shas``, fetching those it does not hold yet (the last green commit, a pull request's
+    base). The work tree stays as it is; the token stays off disk."""
+    if depth < 1:
+        raise GitHubError(f"fetch history: depth must be at least 1, not {depth}")
+    for sha in shas:
+        if not SHA_RE.match(sha):
+            raise GitHubError(f"not a full commit sha: {sha!r}")
+    if not shas:
+        return
+    dest = Path(dest)
+    what = f"fetch history of {', '.join(s[:12] for s in shas)}"
+    url = run_git(["remote", "get-url", "origin"], cwd=dest, what=what).stdout.strip()
+    auth = GitAuth(source, url)
+    run_git(
+        ["fetch", "-q", "--no-tags", "--no-recurse-submodules", f"--depth={depth}", "origin", *shas],
+        cwd=dest,
+        auth=auth,
+        what=what,
+    )
+    log.info("github.git.history", shas=[s[:12] for s in shas], depth=depth, dest=str(dest))
+
+
 def commit_all(
     repo: Path,
     message: str,

@@ -69,6 +69,98 @@ def _budget(data: object) -> Budget | None:
     )
 
 
+CULPRIT_FOUND_BY = ("bisect", "single_commit")
+"""How a culprit commit was named: bisected in the sandbox, or the only commit since green."""
+
+
+@dataclass(frozen=True, slots=True)
+class Culprit:
+    """The first bad commit between the last green run and the red one."""
+
+    sha: str
+    title: str = ""
+    author: str = ""
+    found_by: str = "single_commit"
+    """``bisect`` (located by test runs in the sandbox) or ``single_commit`` (the only one)."""
+    runs: int = 0
+    """Test runs the bisection spent (0 for a single commit)."""
+
+    @property
+    def short(self) -> str:
+        """The abbreviated sha (7 characters)."""
+        return self.sha[:7]
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored shape."""
+        return {
+            "sha": self.sha,
+            "title": self.title,
+            "author": self.author,
+            "found_by": self.found_by,
+            "runs": self.runs,
+        }
+
+    @classmethod
+    def read(cls, data: object) -> Culprit | None:
+        """The record, or None (no mapping, or no sha)."""
+        d = mapping(data)
+        sha = text(d.get("sha"), 64).strip()
+        if not sha:
+            return None
+        found_by = text(d.get("found_by"), 50)
+        return cls(
+            sha=sha,
+            title=text(d.get("title"), 500),
+            author=text(d.get("author"), 200),
+            found_by=found_by if found_by in CULPRIT_FOUND_BY else "single_commit",
+            runs=max(integer(d.get("runs")) or 0, 0),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RevertResult:
+    """The ``on_no_fix: revert`` fallback: the culprit commit undone, verified by the final run."""
+
+    sha: str
+    """The reverted (culprit) commit."""
+    patch: str = ""
+    """The unified diff of the revert."""
+    files: Mapping[str, str | None] = field(default_factory=dict)
+    """New contents of the files the revert changes (``None``: deleted)."""
+    verification: Verification | None = None
+    """The exact final verification run on the reverted tree."""
+
+    def to_json(self, *, with_files: bool = True) -> dict[str, Any]:
+        """The stored shape (``with_files=False``: contents left out)."""
+        return {
+            "sha": self.sha,
+            "patch": self.patch,
+            "files": dict(self.files) if with_files else {},
+            "verification": None if self.verification is None else self.verification.to_json(),
+        }
+
+    @classmethod
+    def read(cls, data: object) -> RevertResult | None:
+        """The record, or None (no mapping, or no sha). The patch and files are read whole."""
+        d = mapping(data)
+        sha = text(d.get("sha"), 64).strip()
+        if not sha:
+            return None
+        patch = d.get("patch")
+        return cls(
+            sha=sha,
+            patch=patch if isinstance(patch, str) else "",
+            files=_files(d.get("files")),
+            verification=Verification.read(d.get("verification")),
+        )
+
+
+def _files(data: object) -> dict[str, str | None]:
+    return {
+        str(path): content if isinstance(content, str) else None for path, content in mapping(data).items()
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class RepairReport:
     """What one repair produced, everything the store, the publisher and the Action need."""
@@ -113,6 +205,17 @@ class RepairReport:
     trace_path: str = ""
     trace_markdown: str = ""
     """The trace rendered as Markdown (``jobs.repair.trace.render_markdown``)."""
+    changes: str = ""
+    """The change signal in one line (``abc1234..def5678, 3 commits, 4 files``; '' when none)."""
+    culprit: Culprit | None = None
+    """The commit that turned CI red, when known (bisected, or the only one since green)."""
+    revert: RevertResult | None = None
+    """``on_no_fix: revert``: the verified revert of the culprit (None when not attempted or
+    when its verification failed)."""
+    on_no_fix: str = ""
+    """The ``.arcs.yml`` ``on_no_fix`` the repair ran under (``report``/``revert``; '' unknown)."""
+    revert_skipped: str = ""
+    """Under ``on_no_fix: revert`` with no fix and no :attr:`revert`: why, in one line."""
     v: int = REPORT_VERSION
 
     # -- building -------------------------------------------------------------------------------
@@ -253,6 +356,13 @@ class RepairReport:
             "trace_id": self.trace_id,
             "trace_path": self.trace_path,
             "trace_markdown": self.trace_markdown,
+            "changes": self.changes,
+            "culprit": None if self.culprit is None else self.culprit.to_json(),
+            # The revert keeps its files even without ``with_files``: the store has a column for
+            # the forward fix's files only, and the publisher pushes the revert from here.
+            "revert": None if self.revert is None else self.revert.to_json(),
+            "on_no_fix": self.on_no_fix,
+            "revert_skipped": self.revert_skipped,
         }
 
     @classmethod
@@ -300,10 +410,7 @@ class RepairReport:
                 **common,
             )
         # The patch and the files are what gets pushed: read whole, never cut.
-        files = {
-            str(path): content if isinstance(content, str) else None
-            for path, content in mapping(data.get("files")).items()
-        }
+        files = _files(data.get("files"))
         patch = data.get("patch")
         return cls(
             verdict=text(data.get("verdict"), 100),
@@ -320,13 +427,21 @@ class RepairReport:
             files=files,
             trace_path=text(data.get("trace_path"), 4_000),
             trace_markdown=text(data.get("trace_markdown"), MAX_MARKDOWN_CHARS),
+            changes=text(data.get("changes"), 500),
+            culprit=Culprit.read(data.get("culprit")),
+            revert=RevertResult.read(data.get("revert")),
+            on_no_fix=text(data.get("on_no_fix"), 20),
+            revert_skipped=text(data.get("revert_skipped"), 500),
             v=version,
             **common,
         )
 
 
 __all__ = [
+    "CULPRIT_FOUND_BY",
     "MAX_FAILURE_LOG_CHARS",
     "REPORT_VERSION",
+    "Culprit",
     "RepairReport",
+    "RevertResult",
 ]

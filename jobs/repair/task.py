@@ -7,6 +7,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Literal
 
+from jobs.repair.changes import ChangeSet
 from jobs.repair.model import Failure
 
 TaskKind = Literal["ci", "issue", "revise"]
@@ -93,6 +94,9 @@ class RepairTask:
     ci_tests: tuple[str, ...] = ()
     """Tests the CI log names as failing: when some of them also fail here, they are the targets
     (the other local failures are then not what CI reported); otherwise every local failure is."""
+    changes: ChangeSet | None = None
+    """What changed since the last green run (None: unknown). Untrusted text: the prompts fence it
+    (:mod:`jobs.repair.change_context`); retrieval gives its functions and their callers a prior."""
 
     @classmethod
     def issue(cls, title: str, body: str, *, test_command: str = "") -> RepairTask:

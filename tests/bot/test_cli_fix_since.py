@@ -73,6 +73,7 @@ def test_formatter_failure_fixed_with_no_llm(
         notices
     )
     assert "changes since HEAD~1: 1 commit(s), 1 file(s)" in err
+    assert_replays(trace, settings, capsys)
 
 
 RULES = "def is_adult(age):\n    return age >= 18\n\n\ndef is_child(age):\n    return age < 13\n"
@@ -112,9 +113,18 @@ def test_the_culprit_hunk_is_undone_and_named(
     assert "+    return age >= 18" in data["patch"] and "README" not in data["patch"]
     notices = load_trace(trace.read_text()).notices
     assert (
-        f"the fix undoes hunk rules.py:1-5; introduced by {culprit[:7]} (rules: stricter adults, Bob)"
-        in notices
+        f"the fix undoes commit {culprit[:7]} (rules: stricter adults, Bob); "
+        f"introduced by {culprit[:7]} (rules: stricter adults, Bob)" in notices  # bisected first
     )
+    assert_replays(trace, settings, capsys)
+
+
+def assert_replays(trace: Path, settings: Settings, capsys: pytest.CaptureFixture[str]) -> None:
+    """`arcs replay` reproduces a change-aware run: the trace keeps the change since green."""
+    code = main(["replay", str(trace), "--json"], settings=settings)
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["reproduced"] is True, data
+    assert data["replayed_verdict"] == "fixed"
 
 
 def test_an_unknown_since_ref_is_a_one_line_usage_error(

@@ -266,6 +266,15 @@ class WorkflowRun:
     conclusion: str
     event: str
     jobs: list[Job]
+    workflow_id: int = 0
+    """The workflow the run belongs to (one id per repository and workflow name by default)."""
+
+
+RUN_STATUSES = frozenset(
+    {"completed", "action_required", "cancelled", "failure", "neutral", "skipped", "stale", "success"}
+    | {"timed_out", "in_progress", "queued", "requested", "waiting", "pending"}
+)
+"""What ``GET .../actions/workflows/{id}/runs?status=`` accepts (a status or a conclusion)."""
 
 
 @dataclass
@@ -458,6 +467,8 @@ class GitHubDouble:
         self.oauth_codes: dict[str, OAuthCode] = {}
         self.user_tokens: dict[str, UserToken] = {}
         self.reviews: dict[tuple[str, int], list[dict[str, Json]]] = {}
+        self.workflows: dict[tuple[str, str], int] = {}
+        """``(full name, workflow name)`` -> workflow id (:meth:`add_workflow_run`)."""
         """Pull request reviews by ``(full name, number)`` (``arcs action``'s suggestion mode)."""
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -794,9 +805,13 @@ class GitHubDouble:
         name: str = "CI",
         run_attempt: int = 1,
         event: str = "push",
+        workflow_id: int | None = None,
     ) -> WorkflowRun:
-        """A completed run whose jobs are ``(name, conclusion, log text)``."""
+        """A completed run whose jobs are ``(name, conclusion, log text)``; ``workflow_id``
+        defaults to one id per workflow ``name`` of the repository. Runs added later are newer."""
         with self._lock:
+            if workflow_id is None:
+                workflow_id = self.workflows.setdefault((full_name, name), next(self._ids))
             run_id = next(self._ids)
             run = WorkflowRun(
                 id=run_id,
@@ -818,6 +833,7 @@ class GitHubDouble:
                     )
                     for n, c, text in jobs
                 ],
+                workflow_id=workflow_id,
             )
             self.repos[full_name].runs[run_id] = run
             return run
@@ -1026,6 +1042,14 @@ class GitHubDouble:
                 (),
             ),
             ("GET", repo + r"/actions/runs/(?P<run>\d+)", self._get_run, "token", (("actions", "read"),), ()),
+            (
+                "GET",
+                repo + r"/actions/workflows/(?P<workflow>\d+)/runs",
+                self._list_workflow_runs,
+                "token",
+                (("actions", "read"),),
+                ("branch", "status", "event", "head_sha", "exclude_pull_requests", "per_page", "page"),
+            ),
             (
                 "GET",
                 repo + r"/actions/runs/(?P<run>\d+)/attempts/(?P<attempt>\d+)/jobs",
@@ -1725,6 +1749,7 @@ class GitHubDouble:
             "head_sha": run.head_sha,
             "head_branch": run.head_branch,
             "run_attempt": run.run_attempt,
+            "workflow_id": run.workflow_id,
             "status": "completed",
             "conclusion": run.conclusion,
             "event": run.event,
@@ -1736,6 +1761,26 @@ class GitHubDouble:
         if found is None:
             raise _Reply(404, {"message": "Not Found"})
         return 200, self._run_json(found)
+
+    def _list_workflow_runs(
+        self, req: _Request, owner: str, repo: str, workflow: str
+    ) -> tuple[int, Json, dict[str, str]]:
+        """A workflow's runs, newest first, filtered like GitHub's: ``status`` is a status or a
+        conclusion (every run here is ``completed``)."""
+        runs = [r for r in self._repo(owner, repo).runs.values() if r.workflow_id == int(workflow)]
+        branch, status, event, head_sha = (req.arg(k) for k in ("branch", "status", "event", "head_sha"))
+        if status is not None and status not in RUN_STATUSES:
+            raise _Unexpected(422, {"message": f"unknown status {status!r}"})
+        selected = [
+            self._run_json(r)
+            for r in reversed(runs)
+            if (branch is None or r.head_branch == branch)
+            and (status is None or status in ("completed", r.conclusion))
+            and (event is None or r.event == event)
+            and (head_sha is None or r.head_sha == head_sha)
+        ]
+        page, headers = self._paginate(req, selected)
+        return 200, {"total_count": len(selected), "workflow_runs": page}, headers
 
     def _list_jobs(
         self, req: _Request, owner: str, repo: str, run: str, attempt: str

@@ -98,7 +98,8 @@ def test_a_revert_of_the_change_since_green_is_offered_and_verified() -> None:
     )
     assert result.fixed, result.reason
     assert "+    return age > 18" in result.patch
-    assert proposer.revert_offers and proposer.revert_offers[0].label == "hunk core.py:1-2"
+    # the only commit is the culprit: its revert (here its one hunk) is offered under its name
+    assert [c.label for c in proposer.revert_offers] == ["commit ccccccc (core: stricter adult check, Bob)"]
     assert (
         changes()
         .introduced_by(proposer.revert_offers[0].sha[:7])
@@ -113,3 +114,75 @@ def test_the_wrapped_proposers_errors_and_budget_stop_reach_the_loop() -> None:
     proposer = ChangeAwareProposer(inner, check="pytest")
     assert proposer.last_errors == ["model overloaded"] and proposer.last_budget_stop == "usd"
     assert ChangeAwareProposer(ScriptedProposer([]), check="pytest").last_errors == []
+
+
+# --- culprit first (session 5) ---------------------------------------------------------------------
+
+OLD, NEW = "b" * 40, "d" * 40
+TWO = {
+    OLD: "diff --git a/k.py b/k.py\n--- a/k.py\n+++ b/k.py\n@@ -1,3 +1,3 @@\n A = 1\n-B = 2\n+B = 20\n C = 3\n",
+    NEW: "diff --git a/k.py b/k.py\n--- a/k.py\n+++ b/k.py\n@@ -1,3 +1,3 @@\n-A = 1\n+A = 10\n B = 20\n C = 3\n",
+}
+CUMULATIVE = "diff --git a/k.py b/k.py\n--- a/k.py\n+++ b/k.py\n@@ -1,3 +1,3 @@\n-A = 1\n-B = 2\n+A = 10\n+B = 20\n C = 3\n"
+
+
+def two_commits() -> ChangeSet:
+    log = f"{OLD}\x1fAda\x1fa@x\x1fB: bigger\x1e{NEW}\x1fBob\x1fb@x\x1ffeature: A\x1e"
+    return changeset_from_git("a" * 40, NEW, log=log, diff=CUMULATIVE, commit_diffs=TWO)
+
+
+def test_the_culprit_found_first_is_reverted_first_and_keeps_the_others_lines() -> None:
+    cs = two_commits()
+    assert [c.sha for c in cs.commits] == [OLD, NEW]
+    failure = Failure("t::test_b", "AssertionError", path="tests/t.py", line=3)
+
+    def judge(files: Mapping[str, str], select: Sequence[str] | None) -> TestOutcome:
+        if "B = 2\n" in files["k.py"]:
+            return outcome(["t::test_b"])
+        return outcome([], {"t::test_b": failure})
+
+    asked: list[tuple[str, ...]] = []
+
+    def find(targets: tuple[str, ...]) -> str | None:
+        asked.append(targets)
+        return OLD
+
+    wb = FakeWorkbench(
+        {"k.py": "A = 10\nB = 20\nC = 3\n"}, base=outcome([], {"t::test_b": failure}), judge=judge
+    )
+    proposer = ChangeAwareProposer(ScriptedProposer([]), check="pytest", changes=cs, find_culprit=find)
+    result = RepairLoop(None, proposer, wb, FakeClock(), config=LoopConfig()).run(
+        RepairTask(kind="ci", test_command="pytest", failure_class="test"), Budget(), "0"
+    )
+    assert asked == [("t::test_b",)] and proposer.culprit == OLD
+    assert proposer.revert_offers[0].label == "commit bbbbbbb (B: bigger, Ada)"
+    assert result.fixed, result.reason
+    assert "-B = 20\n+B = 2\n" in result.patch and "-A = 10" not in result.patch
+
+
+def test_no_bisection_for_one_commit_or_when_the_autofix_fixed_the_check() -> None:
+    asked: list[tuple[str, ...]] = []
+
+    def find(targets: tuple[str, ...]) -> str | None:
+        asked.append(targets)
+        return None
+
+    failure = Failure("t::test_adult", "AssertionError", frames=(Frame("core.py", 2, "is_adult"),))
+    wb = FakeWorkbench({"core.py": BROKEN}, base=outcome([], {"t::test_adult": failure}))
+    proposer = ChangeAwareProposer(ScriptedProposer([]), check="pytest", changes=changes(), find_culprit=find)
+    RepairLoop(None, proposer, wb, FakeClock(), config=LoopConfig()).run(
+        RepairTask(kind="ci", test_command="pytest", failure_class="test"), Budget(), "0"
+    )
+    assert asked == []  # one commit: it is the culprit
+
+    files = {"k.py": "A = 10\nB = 20  \nC = 3\n"}
+    bench = FakeCommandBench(files, {"black": black})
+    wb = FakeWorkbench(dict(files), base=outcome(errors=[CHECK_ID]), judge=lint_judge)
+    proposer = ChangeAwareProposer(
+        ScriptedProposer([]), check=CHECK, bench=bench, changes=two_commits(), find_culprit=find
+    )
+    result = RepairLoop(None, proposer, wb, FakeClock(), config=LoopConfig()).run(
+        RepairTask(kind="ci", test_command=CHECK, failure_class="lint"), Budget(), "0"
+    )
+    assert result.fixed and proposer.autofix_result is not None and proposer.autofix_result.fixed
+    assert asked == []  # the autofix fixed it: no runs spent on a bisection

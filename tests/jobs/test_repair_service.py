@@ -419,3 +419,16 @@ def test_one_ci_repair_reads_arcs_yml_once_and_uses_the_callers_read(
     report = _run(_service(settings), _request(other, tmp_path / "traces2", failure_class="test"))
     assert len(parsed) == 1 and report.fixed and report.budget is not None
     assert report.budget.usd == 0.5 and not report.usd_capped
+
+
+def test_revise_instructions_on_an_arcs_pull_request_become_the_task(
+    settings: Settings, tmp_path: Path
+) -> None:
+    # `/arcs revise Keep the public API.` on an ARCS PR: a CI-kind request (the PR's head) whose
+    # instructions used to be dropped, so the repair found the green head "not reproducible".
+    request = _request(tmp_path, tmp_path / "traces", trigger="revise", instructions="Keep the public API.")
+    plan = _plan(_service(settings), request, ArcsConfig())
+    assert plan.issue_text is not None and "Keep the public API." in plan.issue_text
+    assert plan.instructions == "Keep the public API."
+    without = _plan(_service(settings), _request(tmp_path, tmp_path / "traces"), ArcsConfig())
+    assert without.issue_text is None  # a plain CI repair stays a CI repair

@@ -6,7 +6,10 @@ first round only, offers before it:
 1. the formatter/linter autofix (:mod:`jobs.repair.tier0.autofix`) when the failing command is a
    check the table knows: zero LLM, the fix verified by the check itself before it is offered;
 2. revert candidates of the change since the last green run (:mod:`jobs.repair.tier0.reverts`),
-   ranked by the reproduced failures' frames.
+   the culprit commit's first: with several commits and a ``find_culprit`` port (a bisection on
+   the reproduced failing targets, run by the application before the candidates are made, unless
+   the autofix already fixed the check), the commit it names; else the newest commit whose added
+   lines sit at a failing frame. The rest are ranked by the reproduced failures' frames.
 
 The loop verifies every offer like any candidate. What the autofix did is kept in
 :attr:`ChangeAwareProposer.autofix_result` for the trace.
@@ -14,7 +17,7 @@ The loop verifies every offer like any candidate. What the autofix did is kept i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from jobs.repair.budget import Budget
 from jobs.repair.changes import ChangeSet
@@ -22,7 +25,10 @@ from jobs.repair.model import Edit, Proposal
 from jobs.repair.ports import ProposalRequest, Proposer
 from jobs.repair.tier0.autofix import AutofixResult, CommandBench, autofix
 from jobs.repair.tier0.formatters import autofix_plan
-from jobs.repair.tier0.reverts import RevertCandidate, revert_candidates
+from jobs.repair.tier0.reverts import RevertCandidate, RevertTree, revert_candidates
+
+FindCulprit = Callable[[tuple[str, ...]], str | None]
+"""The failing targets (empty: the whole command) -> the first bad commit of the change, or None."""
 
 AUTOFIX_CLASSES = frozenset({"lint", "build", "unknown", ""})
 """Failure classes whose failing command may be a formatter check (a log without a class too)."""
@@ -41,6 +47,8 @@ class ChangeAwareProposer:
         reverts: int = 4,
         autofix_runs: int = 4,
         timeout_s: float = 300.0,
+        find_culprit: FindCulprit | None = None,
+        revert_tree: RevertTree | None = None,
     ) -> None:
         self.inner = inner
         self.name = inner.name
@@ -52,6 +60,12 @@ class ChangeAwareProposer:
         self.timeout_s = timeout_s
         self.autofix_result: AutofixResult | None = None
         self.revert_offers: tuple[RevertCandidate, ...] = ()
+        self.find_culprit = find_culprit
+        self.revert_tree = revert_tree
+        """A three-way revert of a commit on the head tree (the application's git), for a
+        culprit whose hunks no longer apply; None: none."""
+        self.culprit = ""
+        """The commit ``find_culprit`` named before the reverts were ranked ('' when none)."""
         self._offered = False
 
     def propose(self, request: ProposalRequest, remaining: Budget) -> list[Proposal]:
@@ -100,10 +114,19 @@ class ChangeAwareProposer:
             if proposal is not None and self.autofix_result.fixed:
                 offers.append(proposal)
         if self.changes is not None and self.reverts > 0:
+            fixed = self.autofix_result is not None and self.autofix_result.fixed
+            if self.find_culprit is not None and len(self.changes.commits) > 1 and not fixed:
+                targets = tuple(dict.fromkeys(f.test_id for f in request.task.failures if f.test_id))
+                self.culprit = self.find_culprit(targets) or ""
             self.revert_offers = tuple(
                 c
                 for c in revert_candidates(
-                    self.changes, request.task.failures, read=request.source.read, limit=self.reverts
+                    self.changes,
+                    request.task.failures,
+                    read=request.source.read,
+                    limit=self.reverts,
+                    culprit=self.culprit,
+                    fallback=self.revert_tree,
                 )
                 if c.proposal.key not in request.tried
             )
@@ -111,4 +134,4 @@ class ChangeAwareProposer:
         return offers
 
 
-__all__ = ["AUTOFIX_CLASSES", "ChangeAwareProposer"]
+__all__ = ["AUTOFIX_CLASSES", "ChangeAwareProposer", "FindCulprit"]

@@ -13,19 +13,23 @@ conflict) instead of doing something else.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from indexing.languages import is_test_path
 from jobs.repair.changes import ChangeSet, CommitInfo, head_range, side_text
 from jobs.repair.diffing import FilePatch, Hunk
 from jobs.repair.model import Edit, Failure, Proposal
+from jobs.repair.tier0.anchor import anchored_undo, replace_pair
 
 PROPOSER = "revert"
 NEAR_LINES = 5
 """A frame this close to a hunk counts as touching it (stack lines point at calls, not at the change)."""
 
 Kind = Literal["hunk", "commit"]
+RevertTree = Callable[[str], Mapping[str, str | None] | None]
+"""A commit -> the files its three-way revert on the head tree changes (None: deleted), or None."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +45,8 @@ class RevertCandidate:
     """The commit reverted (``commit``), or the one that introduced the hunk (``hunk``; '' when unknown)."""
     order: int = 0
     """Tie-break: hunks in diff order, commits newest first."""
+    tier: int = 2
+    """0: the culprit commit's revert, 1: its own hunks, 2: the others (ranked by ``score``)."""
 
 
 def revert_candidates(
@@ -49,12 +55,34 @@ def revert_candidates(
     *,
     read: Callable[[str], str | None],
     limit: int = 8,
+    culprit: str = "",
+    fallback: RevertTree | None = None,
 ) -> list[RevertCandidate]:
     """Up to ``limit`` revert candidates, best first. ``read`` gives a head-tree file's text
-    (None when absent); candidates whose edits would not apply to it are left out."""
+    (None when absent); candidates whose edits would not apply to it are left out.
+
+    ``culprit``: the commit a bisection named. Without one, the newest commit whose own added
+    lines sit at a failing frame (:func:`frame_culprit`) is taken as the likely culprit. Either
+    way its revert comes first, then its own hunks (reversed onto the head tree) one by one; with
+    a bisected culprit those replace the cumulative hunks of files that other commits touched too
+    (such a hunk mixes the culprit's lines with theirs). When the culprit's hunks no longer apply
+    even anchored on their changed lines, ``fallback`` (a three-way revert of a commit on the head
+    tree, by the application) gives its revert."""
     sites = list(_sites(failures))
+    certain = bool(culprit) and changes.commit(culprit) is not None
+    if not certain:
+        culprit = frame_culprit(changes, failures, read)
+    suspect = changes.commit(culprit) if culprit else None
     out: list[RevertCandidate] = []
+    shared: set[str] = set()
+    if suspect is not None:
+        out += _culprit_candidates(changes, suspect, sites, read, fallback)
+        if certain:
+            others = {p for c in changes.commits if c.sha != suspect.sha for p in c.paths}
+            shared = {p for p in suspect.paths if p in others}
     for f in changes.files:
+        if f.path in shared:
+            continue
         for hunk in f.hunks:
             edits = _reverse_hunks(f, [hunk], read)
             if edits is None:
@@ -69,19 +97,85 @@ def revert_candidates(
             )
             proposal = _proposal(edits, explanation, label)
             out.append(RevertCandidate("hunk", label, score, proposal, sha, order=len(out)))
-    seen = {c.proposal.edits for c in out}
     for age, c in enumerate(reversed(changes.commits)):
+        if suspect is not None and c.sha == suspect.sha:
+            continue
         edits = _reverse_commit(c, read)
-        if not edits or tuple(edits) in seen:
-            continue  # a one-hunk commit is already its hunk's candidate
+        if not edits:
+            continue
         label = f"commit {c.describe()}"
         ranges = [(p.path, head_range(h)) for p in c.files for h in p.hunks]
         score = max((_score(sites, path, [r]) for path, r in ranges), default=0.0)
         proposal = _proposal(edits, f"Revert {label}", label)
         out.append(RevertCandidate("commit", label, score, proposal, c.sha, order=age))
-    # Best first; on a tie a hunk (the smaller change) before a commit, the newer commit first.
-    out.sort(key=lambda c: (-c.score, c.kind != "hunk", c.order))
-    return out[:limit]
+    # The culprit's first; then best first; on a tie a hunk (the smaller change) before a commit,
+    # the newer commit first. The same edits are offered once (a one-hunk commit is its hunk).
+    out.sort(key=lambda c: (c.tier, -c.score, c.kind != "hunk", c.order))
+    seen: set[tuple[Edit, ...]] = set()
+    unique: list[RevertCandidate] = []
+    for cand in out:
+        if cand.proposal.edits not in seen and _changes_something(cand.proposal.edits):
+            seen.add(cand.proposal.edits)
+            unique.append(cand)
+    return unique[:limit]
+
+
+def frame_culprit(changes: ChangeSet, failures: Sequence[Failure], read: Callable[[str], str | None]) -> str:
+    """The newest commit whose own added lines are, in the head tree, within :data:`NEAR_LINES`
+    of a line a failure points at ('' when none is). Line numbers of a commit's patch are those
+    of its own tree, so the match is by text: the head file's lines around the failing line
+    against the commit's added lines."""
+    near: dict[str, set[str]] = {}
+    for path, line, _weight in _sites(failures):
+        rel = next((p for p in changes.paths if _same_file(path, p)), None)
+        if rel is None or is_test_path(rel):
+            continue  # a test's own line is where it noticed the failure, not what caused it
+        text = read(rel)
+        if text is None:
+            continue
+        lines = text.split("\n")
+        lo, hi = max(0, line - 1 - NEAR_LINES), min(len(lines), line + NEAR_LINES)
+        near.setdefault(rel, set()).update(_norm(ln) for ln in lines[lo:hi] if ln.strip())
+    for c in reversed(changes.commits):
+        for p in c.files:
+            wanted = near.get(p.path)
+            if wanted and any(_norm(ln.text) in wanted for ln in p.lines("+") if ln.text.strip()):
+                return c.sha
+    return ""
+
+
+def _culprit_candidates(
+    changes: ChangeSet,
+    c: CommitInfo,
+    sites: Sequence[tuple[str, int, float]],
+    read: Callable[[str], str | None],
+    fallback: RevertTree | None = None,
+) -> list[RevertCandidate]:
+    """The culprit commit's revert, then each of its own hunks undone on the head tree."""
+    out: list[RevertCandidate] = []
+    edits = _reverse_commit(c, read)
+    if not edits and fallback is not None:
+        edits = _edits_to(fallback(c.sha), read)
+    if edits:
+        label = f"commit {c.describe()}"
+        ranges = [(p.path, head_range(h)) for p in c.files for h in p.hunks]
+        score = max((_score(sites, path, [r]) for path, r in ranges), default=0.0)
+        proposal = _proposal(edits, f"Revert {label}, the likely culprit", label)
+        out.append(RevertCandidate("commit", label, score, proposal, c.sha, tier=0))
+    hunks = [(p, h) for p in c.files for h in p.hunks]
+    if len(hunks) < 2:
+        return out  # its one hunk is the commit's revert
+    for p, h in hunks:
+        part = _reverse_hunks(p, [h], read)
+        if part is None:
+            continue
+        first, last = head_range(h)
+        label = f"hunk {p.path}:{first}-{last} of {c.short}"
+        explanation = f"Undo {label}, {changes.introduced_by(c.sha) or 'the likely culprit'}"
+        proposal = _proposal(part, explanation, label)
+        score = _score(sites, p.path, [(first, last)])
+        out.append(RevertCandidate("hunk", label, score, proposal, c.sha, order=len(out), tier=1))
+    return out
 
 
 def _sites(failures: Iterable[Failure]) -> Iterable[tuple[str, int, float]]:
@@ -109,6 +203,10 @@ def _score(sites: Sequence[tuple[str, int, float]], path: str, ranges: Sequence[
     return round(score, 4)
 
 
+def _norm(line: str) -> str:
+    return "".join(line.split())
+
+
 def _same_file(a: str, b: str) -> bool:
     a, b = a.removeprefix("./"), b.removeprefix("./")
     return a == b or a.endswith("/" + b) or b.endswith("/" + a)
@@ -126,6 +224,28 @@ def _introducing(commits: Sequence[CommitInfo], path: str, hunk: Hunk) -> str:
                 if p.path == path and wanted & {ln.text for ln in p.lines(kind)}:
                     return c.sha
     return next((c.sha for c in reversed(commits) if path in c.paths), "")
+
+
+def _edits_to(files: Mapping[str, str | None] | None, read: Callable[[str], str | None]) -> list[Edit] | None:
+    """Edits that give the head tree the texts of ``files`` (None: delete the file)."""
+    if not files:
+        return None
+    edits: list[Edit] = []
+    for path, text in sorted(files.items()):
+        current = read(path)
+        if text is None:
+            if current is not None:
+                edits.append(Edit(path=path, kind="delete_file"))
+        elif current is None:
+            edits.append(Edit(path=path, kind="create", new=text))
+        else:
+            pair = replace_pair(current, text)
+            if pair is None:
+                if current != text:
+                    return None
+                continue
+            edits.append(Edit(path=path, kind="replace", old=pair[0], new=pair[1]))
+    return edits or None
 
 
 def _reverse_commit(c: CommitInfo, read: Callable[[str], str | None]) -> list[Edit] | None:
@@ -164,10 +284,16 @@ def _reverse_hunks(
     for h in hunks:
         new_side = "\n".join(side_text(h.lines, "new"))
         old_side = "\n".join(side_text(h.lines, "old"))
-        if not new_side or current.count(new_side) != 1:
-            return None  # nothing unique to anchor the undo on
-        edits.append(Edit(path=p.path, kind="replace", old=new_side, new=old_side))
-        current = current.replace(new_side, old_side, 1)
+        if new_side and current.count(new_side) == 1:
+            pairs = [(new_side, old_side)]
+        else:  # the context changed since (a later commit): anchor on the changed lines themselves
+            anchored = anchored_undo(h, current)
+            if anchored is None:
+                return None  # nothing unique to anchor the undo on
+            pairs = anchored
+        for old, new in pairs:
+            edits.append(Edit(path=p.path, kind="replace", old=old, new=new))
+            current = current.replace(old, new, 1)
     return edits
 
 
@@ -175,4 +301,10 @@ def _proposal(edits: Sequence[Edit], explanation: str, label: str) -> Proposal:
     return Proposal(edits=tuple(edits), explanation=explanation, proposer=PROPOSER, variant=label)
 
 
-__all__ = ["PROPOSER", "RevertCandidate", "revert_candidates"]
+def _changes_something(edits: Sequence[Edit]) -> bool:
+    """False when every edit is a replace whose texts differ in line endings only (a hunk that
+    converted CRLF: undoing it through an edit changes nothing)."""
+    return any(e.kind != "replace" or e.old.replace("\r", "") != e.new.replace("\r", "") for e in edits)
+
+
+__all__ = ["PROPOSER", "RevertCandidate", "RevertTree", "frame_culprit", "revert_candidates"]

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from bot.action.event import Target
-from bot.action.run import _sandbox, failure_signature, toolchains_from_path
+from bot.action.request import sandbox as _sandbox
+from bot.action.run import failure_signature, toolchains_from_path
 from bot.action.suggest import commentable_ranges, outside_diff_text, place, suggestions_for
 from bot.action.summary import ActionOutcome, Published, RunRow, format_outputs, job_summary, step_outputs
 from bot.settings import Settings
@@ -65,6 +66,7 @@ def test_outputs_use_the_heredoc_form_for_multiline_values() -> None:
     )  # fmt: skip
     assert step_outputs(outcome) == {
         "verdict": "fixed", "pr-url": "https://github.com/o/r/pull/3", "trace": "/t/trace.json", "published": "true",
+        "culprit": "",
     }  # fmt: skip
     text = format_outputs({"a": "1", "b": "x\ny"}, delimiter="EOF_1")
     assert text == "a=1\nb<<EOF_1\nx\ny\nEOF_1\n"

@@ -1,0 +1,424 @@
+"""After the loop, with the change since the last green run known (issue #14): name the culprit
+commit, and (``on_no_fix: revert``) offer its verified revert.
+
+:func:`after_loop` runs in the engine while the sandbox workbench is still open:
+
+* **culprit** — one commit since green: that commit (``single_commit``); several: a bisection
+  (:func:`jobs.repair.bisect.bisect`) that runs only the reproduced failing targets at each probed
+  commit (the tree at that commit, :func:`runners.gittrees.tree_at`, as a change of the checkout),
+  at most :data:`BISECT_MAX_RUNS` runs and never more than the executions the loop left. Only after
+  a reproduced failure (a flaky or unreproduced one names nobody). When tier 0 already bisected
+  before its reverts (:class:`EarlyBisect`, so that the culprit's revert is offered first), that
+  bisection is recorded instead, never a second one;
+* **revert** — the plan asks for it (``on_no_fix: revert``, default branch only), no forward fix
+  passed and a culprit is known: the culprit is reverted on the checkout
+  (:func:`runners.gittrees.reverted`) and the exact final verification command runs on it; the
+  revert is kept only when that run passes.
+
+Every run counts in ``Budget.executions`` (:meth:`ChangeOutcome.apply` adds them, and the autofix
+runs of tier 0, to the result's spend); the trace gets the lines and a ``changes`` record in
+``trace.repo``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from jobs.plan import RepairPlan
+from jobs.repair.bisect import BisectResult, Outcome, bisect
+from jobs.repair.budget import Budget, Spend
+from jobs.repair.changes import ChangeSet
+from jobs.repair.edits import AppliedEdits, FileChange
+from jobs.repair.loop import RepairResult
+from jobs.repair.report import Culprit, RevertResult
+from jobs.repair.trace_read import Verification
+from jobs.repair.workbench import TestOutcome
+from jobs.sandbox_workbench import SandboxWorkbench
+from runners.gittrees import Files, reverted, tree_at
+
+log = structlog.get_logger("arcs.culprit")
+
+BISECT_MAX_RUNS = 6
+"""Sandboxed runs one bisection may make (enough for 64 commits)."""
+_MODE_EXEC = 0o100755
+_MODE_FILE = 0o100644
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeOutcome:
+    """What :func:`after_loop` found, and what it cost."""
+
+    changes: str = ""
+    """The one-line range (:func:`changes_line`; '' without a change signal)."""
+    culprit: Culprit | None = None
+    revert: RevertResult | None = None
+    revert_skipped: str = ""
+    """``on_no_fix: revert`` and no verified revert: why, in one line."""
+    runs: int = 0
+    """Sandboxed runs made here (bisection, revert verification)."""
+    extra_runs: int = 0
+    """Runs made outside the loop's meter before (tier-0 autofix), counted with :attr:`runs`."""
+    wall_s: float = 0.0
+    notices: tuple[str, ...] = ()
+    record: Mapping[str, Any] = field(default_factory=dict)
+    """``trace.repo["changes"]``."""
+
+    def apply(self, result: RepairResult, budget: Budget) -> RepairResult:
+        """``result`` with these runs in its spend, ``budget`` (the plan's whole budget, of which
+        the loop got a part) as its bound, the notices and the record in it and its trace."""
+        spend = result.spend + Spend(executions=self.runs + self.extra_runs, wall_s=self.wall_s)
+        trace = result.trace
+        if trace.budget != budget:  # what the loop itself ran under (a replay reruns the loop alone)
+            trace.repo["loop_budget"] = trace.budget.as_dict()
+        trace.spend = spend
+        trace.budget = budget
+        trace.notices.extend(self.notices)
+        if self.record:
+            trace.repo["changes"] = dict(self.record)
+        return replace(result, spend=spend, budget=budget, notices=(*result.notices, *self.notices))
+
+
+def changes_line(changes: ChangeSet) -> str:
+    """``abc1234..def5678, 3 commits, 4 files`` (``(truncated)`` when the reader cut it)."""
+
+    def n(count: int, word: str) -> str:
+        return f"{count} {word}" + ("" if count == 1 else "s")
+
+    line = f"{changes.base[:7]}..{changes.head[:7]}, {n(len(changes.commits), 'commit')}, {n(len(changes.files), 'file')}"
+    return line + (" (truncated)" if changes.truncated else "")
+
+
+def loop_budget(budget: Budget, reserved: int) -> Budget:
+    """``budget`` less ``reserved`` executions (kept for runs outside the loop), never below 1."""
+    if reserved <= 0:
+        return budget
+    return budget.with_(executions=max(1, budget.executions - reserved))
+
+
+def after_loop(
+    plan: RepairPlan,
+    result: RepairResult,
+    workbench: SandboxWorkbench,
+    repo: Path,
+    *,
+    extra_runs: int = 0,
+    early: BisectResult | None = None,
+) -> ChangeOutcome:
+    """The culprit and the revert (see the module docstring); never raises for git or test trouble.
+    ``early``: the bisection made before the loop (its runs are in ``extra_runs``)."""
+    changes = plan.changes
+    notes = [plan.change_note] if plan.change_note else []
+    wants_revert = plan.on_no_fix == "revert" and not result.fixed
+    if changes is None:
+        skipped = "the change since the last green run is not known" if wants_revert else ""
+        return ChangeOutcome(extra_runs=extra_runs, notices=tuple(notes), revert_skipped=skipped)
+    left = plan.budget.executions - result.spend.executions - extra_runs
+    timeout = _timeout(plan, result)
+    reproduced = result.trace.reproduction.verdict == "reproduced"
+    record: dict[str, Any] = {
+        "base": changes.base,
+        "head": changes.head,
+        "commits": [{"sha": c.sha, "title": c.title, "author": c.author} for c in changes.commits],
+        "files": list(changes.paths),
+        "truncated": changes.truncated,
+        "source": plan.change_note,
+    }
+    search = _Search(workbench, repo, timeout)
+    culprit: Culprit | None = None
+    if not reproduced:
+        notes.append("culprit: not looked for (the failure did not reproduce)")
+    else:
+        allowed = min(BISECT_MAX_RUNS, left - (1 if wants_revert else 0))
+        if plan.budget.wall_s - result.spend.wall_s < timeout:
+            allowed = 0
+        culprit = search.culprit(
+            changes, tuple(result.trace.reproduction.targets), allowed, notes, record, early=early
+        )
+    revert: RevertResult | None = None
+    skipped = ""
+    if wants_revert:
+        if not reproduced:
+            skipped = "the failure did not reproduce in the sandbox"
+        elif culprit is None:
+            skipped = "no culprit commit was found"
+        elif left - search.runs < 1:
+            skipped = "no test runs left in the budget"
+        else:
+            revert, skipped = search.revert(culprit.sha)
+            record["revert"] = {"sha": culprit.sha, "passed": revert is not None}
+        notes.append(
+            f"revert of {culprit.short if culprit else 'the culprit'}: "
+            + ("passes the final verification" if revert is not None else f"not offered ({skipped})")
+        )
+    return ChangeOutcome(
+        changes=changes_line(changes),
+        culprit=culprit,
+        revert=revert,
+        revert_skipped=skipped,
+        runs=search.runs,
+        extra_runs=extra_runs,
+        wall_s=search.wall_s,
+        notices=tuple(notes),
+        record=record,
+    )
+
+
+def _timeout(plan: RepairPlan, result: RepairResult) -> float:
+    cfg = plan.loop
+    base = result.trace.reproduction.baseline
+    if base is None or base.timed_out:
+        return cfg.test_timeout_s
+    return min(cfg.test_timeout_s, max(cfg.timeout_floor_s, cfg.timeout_factor * base.duration_s))
+
+
+def _culprit_of(found: BisectResult, changes: ChangeSet) -> Culprit | None:
+    if found.culprit is None:
+        return None
+    info = changes.commit(found.culprit)
+    found_by = "bisect" if found.status == "found" else "single_commit"
+    return Culprit(
+        found.culprit,
+        info.title if info is not None else "",
+        info.author if info is not None else "",
+        found_by,
+        found.runs,
+    )
+
+
+def as_change(repo: Path, files: Files) -> AppliedEdits:
+    """``files`` (path -> new text, None: deleted) as a change of the work tree at ``repo``."""
+    out: list[FileChange] = []
+    for rel, new in sorted(files.items()):
+        path = repo / rel
+        try:
+            old: str | None = path.read_text(encoding="utf-8") if path.is_file() else None
+            mode = _MODE_EXEC if path.is_file() and path.stat().st_mode & 0o111 else _MODE_FILE
+        except (OSError, UnicodeDecodeError):
+            old, mode = None, _MODE_FILE
+        if old != new:
+            out.append(FileChange(rel, old, new, mode))
+    return AppliedEdits(tuple(out))
+
+
+class _Search:
+    """The sandboxed runs after the loop: probes of a bisection, the revert's verification."""
+
+    def __init__(self, workbench: SandboxWorkbench, repo: Path, timeout: float) -> None:
+        self.workbench = workbench
+        self.repo = repo
+        self.timeout = timeout
+        self.runs = 0
+        self.wall_s = 0.0
+
+    def culprit(
+        self,
+        changes: ChangeSet,
+        targets: tuple[str, ...],
+        allowed: int,
+        notes: list[str],
+        record: dict[str, Any],
+        *,
+        early: BisectResult | None = None,
+    ) -> Culprit | None:
+        """The single commit, else ``early`` (a bisection made before the loop) or a bisection
+        within ``allowed`` runs (lines in ``notes``)."""
+        commits = changes.commits
+        culprit: Culprit | None = None
+        if len(commits) == 1:
+            only = commits[0]
+            culprit = Culprit(only.sha, only.title, only.author, "single_commit", 0)
+        elif len(commits) > 1 and early is None and allowed < 1:
+            notes.append("culprit: no bisection (no test runs or time left in the budget)")
+        elif len(commits) > 1:
+            found = early or bisect(
+                [c.sha for c in commits], lambda sha: self.probe(sha, targets), budget=allowed
+            )
+            record["bisect"] = found.to_json()
+            culprit = _culprit_of(found, changes)
+            if culprit is None:
+                suspects = ", ".join(s[:7] for s in found.suspects[:8])
+                notes.append(
+                    f"culprit: bisection {found.status} after {found.runs} run(s); suspects {suspects}"
+                )
+        if culprit is not None:
+            record["culprit"] = culprit.to_json()
+            how = f"bisected in {culprit.runs} run(s)" if culprit.found_by == "bisect" else "the only commit"
+            named = changes.introduced_by(culprit.sha) or f"introduced by {culprit.short}"
+            notes.append(f"culprit: {named} — {how}")
+        return culprit
+
+    def probe(self, sha: str, targets: tuple[str, ...]) -> Outcome:
+        """The failing targets (none: the whole command) on the tree at ``sha``."""
+        try:
+            files = tree_at(self.repo, sha)
+        except Exception as exc:  # git trouble: this commit cannot be tested
+            log.warning("repair.bisect_tree", sha=sha[:12], error=str(exc)[:200])
+            return "skip"
+        if files is None:
+            return "skip"
+        present = targets_at(targets, lambda rel: files[rel] if rel in files else _read(self.repo / rel))
+        self.runs += 1
+        try:
+            outcome = self.workbench.run_tests(
+                as_change(self.repo, files), select=present or None, timeout_s=self.timeout
+            )
+        except Exception as exc:  # a crashed run says nothing about the commit
+            log.warning("repair.bisect_run", sha=sha[:12], error=str(exc)[:200])
+            return "skip"
+        self.wall_s += outcome.duration_s
+        return judge(outcome, present)
+
+    def revert(self, sha: str) -> tuple[RevertResult | None, str]:
+        """The revert of ``sha`` if it passes the exact final verification, else why not."""
+        try:
+            files = reverted(self.repo, sha)
+        except Exception as exc:
+            log.warning("repair.revert_failed", sha=sha[:12], error=str(exc)[:200])
+            files = None
+        if not files:
+            return None, f"the revert of {sha[:7]} does not apply cleanly"
+        change = as_change(self.repo, files)
+        self.runs += 1
+        try:
+            outcome = self.workbench.verify(change, timeout_s=self.timeout)
+        except Exception as exc:
+            log.warning("repair.revert_verify_crashed", sha=sha[:12], error=str(exc)[:200])
+            return None, f"the final verification of the revert crashed: {type(exc).__name__}"
+        self.wall_s += outcome.duration_s
+        command = outcome.command or self.workbench.exact.command
+        passed = outcome.exit_code == 0 and not outcome.timed_out
+        verification = Verification(
+            command=command,
+            exit_code=outcome.exit_code,
+            duration_s=round(outcome.duration_s, 3),
+            passed=len(outcome.passed),
+            failed=len(outcome.failed),
+            errors=len(outcome.errors),
+            timed_out=outcome.timed_out,
+            passed_verification=passed,
+            candidate="revert",
+            timeout_s=round(self.timeout, 3),
+        )
+        if not passed:
+            why = "timed out" if outcome.timed_out else f"exit {outcome.exit_code}"
+            return None, f"the revert did not pass `{command}` ({why})"
+        return RevertResult(sha=sha, patch=change.diff(), files=change.after, verification=verification), ""
+
+
+class EarlyBisect:
+    """A bisection on the failing targets before tier 0 ranks its reverts (the culprit's first):
+    at most ``budget()`` runs (asked when it starts: what the reserve still holds), made once;
+    :func:`after_loop` records :attr:`found` instead of bisecting again.
+
+    It runs in :attr:`workbench` (the engine binds its own); when none is bound (``arcs replay``
+    rebuilds the proposer alone), in one ``open_workbench()`` gives, closed after the search."""
+
+    def __init__(
+        self,
+        changes: ChangeSet,
+        repo: Path,
+        *,
+        timeout_s: float,
+        budget: Callable[[], int],
+        need: int,
+        reserve: int = 0,
+        open_workbench: Callable[[], SandboxWorkbench] | None = None,
+    ) -> None:
+        self.changes = changes
+        self.repo = repo
+        self.timeout_s = timeout_s
+        self.budget = budget
+        self.need = need
+        self.reserve = reserve
+        """Executions kept out of the loop's budget for this search (besides the autofix reserve)."""
+        self.open_workbench = open_workbench
+        self.workbench: SandboxWorkbench | None = None
+        self.found: BisectResult | None = None
+        self.skipped = ""
+        self.runs = 0
+        """Sandboxed runs made (outside the loop's meter)."""
+
+    def __call__(self, targets: tuple[str, ...]) -> str | None:
+        """The first bad commit for ``targets`` (empty: the whole command), or None. Bisects only
+        when the budget holds the ``need`` runs a clean search takes (else leaves it to after the loop)."""
+        if self.found is not None or self.skipped:
+            return self.found.culprit if self.found is not None else None
+        allowed = self.budget()
+        if allowed < self.need:
+            self.skipped = f"{allowed} run(s) left, {self.need} needed"
+            return None
+        with contextlib.ExitStack() as stack:
+            if self.workbench is not None:
+                workbench = self.workbench
+            elif self.open_workbench is not None:
+                workbench = stack.enter_context(self.open_workbench())
+            else:
+                self.skipped = "no sandbox to run the targets in"
+                return None
+            search = _Search(workbench, self.repo, self.timeout_s)
+            commits = [c.sha for c in self.changes.commits]
+            try:
+                self.found = bisect(commits, lambda sha: search.probe(sha, targets), budget=allowed)
+            finally:
+                self.runs = search.runs
+        return self.found.culprit
+
+
+def targets_at(targets: Sequence[str], read: Callable[[str], str | None]) -> tuple[str, ...]:
+    """The ``targets`` that exist in a tree whose files ``read`` gives (None: absent): a
+    ``path::name`` id whose file is absent there, or does not mention the test's name, was added
+    later; selecting it would make the run fail to start (pytest: "not found"), which says nothing
+    about the commit. Ids without ``::`` are kept. Empty when none is left: run the whole command."""
+    out: list[str] = []
+    for t in targets:
+        path, sep, rest = t.partition("::")
+        if not sep:
+            out.append(t)
+            continue
+        text = read(path)
+        name = re.split(r"[\[(]", rest.rsplit("::", 1)[-1], maxsplit=1)[0].strip()
+        if text is not None and (not name or name in text):
+            out.append(t)
+    return tuple(out)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8") if path.is_file() else None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def judge(outcome: TestOutcome, targets: Sequence[str]) -> Outcome:
+    """A probe's answer: ``fail`` when a target fails (with no targets: the command fails),
+    ``pass`` when they pass, ``skip`` when the run says nothing (killed, environment trouble)."""
+    if outcome.timed_out or outcome.environment:
+        return "skip"
+    if not targets:
+        return "pass" if outcome.exit_code == 0 else "fail"
+    failing = outcome.failing
+    if any(t in failing for t in targets):
+        return "fail"
+    if all(t in outcome.passed for t in targets) or (outcome.exit_code == 0 and not outcome.broken):
+        return "pass"
+    return "skip"
+
+
+__all__ = [
+    "BISECT_MAX_RUNS",
+    "ChangeOutcome",
+    "EarlyBisect",
+    "after_loop",
+    "as_change",
+    "changes_line",
+    "judge",
+    "loop_budget",
+    "targets_at",
+]
