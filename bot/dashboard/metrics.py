@@ -8,6 +8,9 @@ Metrics:
 
 * ``arcs_attempts_total{status}`` (counter): finished repair attempts by outcome
   (``fixed``, ``no_fix``, ``refused``, ``error``, ``skipped``).
+* ``arcs_attempts_reverted_total`` (counter): of the ``no_fix`` attempts, those that opened a
+  revert pull request of the culprit commit (``on_no_fix: revert``; already counted in
+  ``arcs_attempts_total{status="no_fix"}``, never as a fix).
 * ``arcs_attempts_in_progress{status}`` (gauge): attempts ``queued`` or ``running``.
 * ``arcs_queue_depth`` (gauge): messages waiting in the broker when the enqueuer can tell
   (:class:`bot.web.ports.QueueDepth`, or dramatiq's Redis/stub broker), else the queued attempts;
@@ -37,6 +40,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
+from bot.dashboard.queries import REVERT_BRANCH_PREFIX
 from bot.settings import Settings
 from bot.store.models import TERMINAL_STATUSES, Attempt, Delivery, PullRequest
 from bot.web.ports import QueueDepth
@@ -119,6 +123,11 @@ class StoreCollector:
             by_status = dict(
                 conn.execute(select(Attempt.status, func.count()).group_by(Attempt.status)).all()
             )
+            reverted = conn.execute(
+                select(func.count()).where(
+                    Attempt.status == "no_fix", Attempt.branch.like(REVERT_BRANCH_PREFIX + "%")
+                )
+            ).scalar_one()
             tokens, usd = conn.execute(
                 select(
                     func.coalesce(func.sum(Attempt.tokens), 0), func.coalesce(func.sum(Attempt.cost_usd), 0.0)
@@ -151,6 +160,11 @@ class StoreCollector:
         for status in sorted(TERMINAL_STATUSES):
             finished.add_metric([status], float(by_status.get(status, 0)))
         yield finished
+        yield CounterMetricFamily(
+            "arcs_attempts_reverted",
+            "Of the no_fix attempts: those that opened a revert pull request of the culprit commit.",
+            value=float(reverted or 0),
+        )
 
         running = GaugeMetricFamily(
             "arcs_attempts_in_progress",

@@ -27,9 +27,10 @@ from starlette.routing import BaseRoute, Route
 from starlette.templating import Jinja2Templates
 
 from bot.dashboard import charts, queries
+from bot.dashboard.changeview import change_view
 from bot.dashboard.forms import read_form
 from bot.dashboard.templating import make_templates
-from bot.dashboard.traceview import summary_view, trace_view
+from bot.dashboard.traceview import stored_report, summary_view, trace_view
 from bot.dashboard.viewer import Viewer, csrf_ok, viewer_of
 from bot.settings import Settings
 from bot.store.store import Store, utcnow
@@ -353,14 +354,17 @@ class _Pages:
             "issue": f"{web}/{repo_path}/issues/{detail.row.issue_number}" if detail.row.issue_number else "",
             "pr": (detail.pr.url if detail.pr else detail.row.pr_url) or "",
         }
+        trace = trace_view(full) if full is not None else None
+        report = stored_report(detail.trace_summary)
         context = {
             "title": f"Attempt #{detail.row.id}",
             "a": detail.row,
             "d": detail,
             "owner": detail.row.repo.split("/", 1)[0],
             "name": detail.row.repo.split("/", 1)[-1],
-            "trace": trace_view(full) if full is not None else None,
-            "summary": summary_view(detail.trace_summary),
+            "trace": trace,
+            "summary": summary_view(report),
+            "change": change_view(trace.changes if trace is not None else None, report, detail.pr),
             "links": links,
         }
         return self.render(request, "attempt.html", viewer, context)

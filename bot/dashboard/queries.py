@@ -13,6 +13,11 @@ Definitions (the same for the org, a repository and a week):
   refused, not a repair that was attempted. Refused (policy)
   and skipped attempts never tried a repair and do not count; queued/running ones are not done.
 - **repair rate** = fixed / finished (``None`` when nothing finished).
+- **reverted**: ``no_fix`` attempts that opened a revert pull request of the culprit commit
+  (``.arcs.yml`` ``on_no_fix: revert``; the attempt's branch is ``arcs/revert/<sha7>``). They stay
+  ``no_fix`` in ``finished`` and in the repair rate (a revert is not a fix); :attr:`Stats.reverted`
+  counts them apart, and the breakdown by failure class lists them as ``reverted`` instead of
+  ``no_fix``.
 - **PRs opened**: ``pull_requests`` rows created in the window; **merged** / **closed**: those of
   them in that state now (the cohort of the week the PR was opened, not the week it was merged).
 - **accepted-fix rate** = merged / (merged + closed): of the PRs a human decided on, the share
@@ -42,6 +47,7 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     String,
+    and_,
     exists,
     func,
     literal_column,
@@ -51,15 +57,21 @@ from sqlalchemy.orm import Session
 
 from bot.store.models import Attempt, Event, Policy, PullRequest
 from bot.store.store import Store
+from jobs.branches import BRANCH_PREFIX
 
 FINISHED_STATUSES: tuple[str, ...] = ("fixed", "partial", "no_fix", "error")
 """Attempts that ran to an end (the repair rate's denominator)."""
 PROBLEM_EVENT_KINDS: tuple[str, ...] = ("refusal", "error", "job_failed")
 PROBLEM_STATUSES: tuple[str, ...] = ("refused", "error")
+REVERT_BRANCH_PREFIX = BRANCH_PREFIX + "revert/"
+"""The branches of revert pull requests (:func:`jobs.revert_pr.revert_branch`)."""
+REVERTED = "reverted"
+"""The outcome of a ``no_fix`` attempt that opened a revert pull request (not a status)."""
 STATUS_ORDER: tuple[str, ...] = (
     "fixed",
     "partial",
     "no_fix",
+    REVERTED,
     "environment",
     "refused",
     "error",
@@ -67,7 +79,7 @@ STATUS_ORDER: tuple[str, ...] = (
     "running",
     "queued",
 )
-"""Attempt statuses in the order the dashboard lists them."""
+"""Attempt statuses (and :data:`REVERTED`) in the order the dashboard lists them."""
 UNKNOWN_CLASS = "unknown"
 """Failure class of a CI attempt whose log was not classified."""
 ISSUE_CLASS = "issue"
@@ -102,6 +114,8 @@ class Stats:
     prs_closed: int = 0
     total_usd: float = 0.0
     median_time_to_pr_s: float | None = None
+    reverted: int = 0
+    """Of :attr:`no_fix`: the attempts that opened a revert pull request of the culprit."""
 
     @property
     def finished(self) -> int:
@@ -134,6 +148,7 @@ class Stats:
             "attempts": self.attempts,
             "fixed": self.fixed,
             "no_fix": self.no_fix,
+            "reverted": self.reverted,
             "refused": self.refused,
             "errors": self.errors,
             "skipped": self.skipped,
@@ -292,6 +307,15 @@ class AttemptRow:
     pr_number: int | None
     pr_url: str | None
     pr_state: str | None
+    culprit_sha: str | None = None
+    """The culprit commit the repair named (from the stored report), when known."""
+    reverted: bool = False
+    """A ``no_fix`` attempt that opened a revert pull request (its branch is ``arcs/revert/…``)."""
+
+    @property
+    def culprit_short(self) -> str:
+        """The culprit's abbreviated sha ('' when unknown)."""
+        return (self.culprit_sha or "")[:7]
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -321,6 +345,8 @@ class AttemptRow:
             "pr_number": self.pr_number,
             "pr_url": self.pr_url,
             "pr_state": self.pr_state,
+            "culprit_sha": self.culprit_sha,
+            "reverted": self.reverted,
         }
 
 
@@ -353,8 +379,23 @@ _ROW_COLUMNS = (
 )
 
 
-def _attempt_row(row: Any) -> AttemptRow:
-    return AttemptRow(**{c.key: getattr(row, c.key) for c in _ROW_COLUMNS})
+_CULPRIT_SHA = Attempt.trace[("culprit", "sha")].as_string().label("culprit_sha")
+"""The culprit's sha in the stored report (``attempts.trace``), read in SQL (NULL when absent)."""
+_HEX = frozenset("0123456789abcdef")
+
+
+def _culprit_sha(value: object) -> str | None:
+    """A hex sha of 7 to 64 digits, else None (the column holds whatever was stored)."""
+    if not isinstance(value, str):
+        return None
+    sha = value.strip().lower()
+    return sha if 7 <= len(sha) <= 64 and set(sha) <= _HEX else None
+
+
+def _attempt_row(row: Any, *, branch: str | None = None, culprit: object = None) -> AttemptRow:
+    values = {c.key: getattr(row, c.key) for c in _ROW_COLUMNS}
+    reverted = values["status"] == "no_fix" and (branch or "").startswith(REVERT_BRANCH_PREFIX)
+    return AttemptRow(**values, culprit_sha=_culprit_sha(culprit), reverted=reverted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -606,7 +647,8 @@ class _Acc:
         return Stats(
             attempts=sum(c.values()),
             fixed=c["fixed"],
-            no_fix=c["no_fix"],
+            no_fix=c["no_fix"] + c[REVERTED],
+            reverted=c[REVERTED],
             refused=c["refused"],
             errors=c["error"],
             skipped=c["skipped"],
@@ -619,6 +661,17 @@ class _Acc:
             total_usd=round(self.usd, 9),
             median_time_to_pr_s=statistics.median(self.durations) if self.durations else None,
         )
+
+
+def _reverted() -> ColumnElement[bool]:
+    """The attempts counted as :data:`REVERTED` (see the module docstring)."""
+    return and_(Attempt.status == "no_fix", Attempt.branch.like(REVERT_BRANCH_PREFIX + "%"))
+
+
+def _move_reverted(counts: dict[str, int], n: int) -> None:
+    """Count ``n`` of the ``no_fix`` attempts in ``counts`` as :data:`REVERTED` instead."""
+    counts["no_fix"] -= n
+    counts[REVERTED] += n
 
 
 def _grouped(
@@ -647,6 +700,10 @@ def _grouped(
             acc = out[_key_value(key, k)]
             acc.counts[str(status)] += int(count)
             acc.usd += float(usd or 0.0)
+        # Reverted: a separate count over the few no_fix rows (the query above stays on its index).
+        rsub = select(a_key).where(*a_where, _reverted()).subquery()
+        for k, count in session.execute(select(rsub.c.k, func.count()).group_by(rsub.c.k)):
+            _move_reverted(out[_key_value(key, k)].counts, int(count))
         # Pull requests: GROUP BY key, state.
         p_key = _key_expr(key, PullRequest.created_at, PullRequest.repo, dialect).label("k")
         p_where = [_in_repos(PullRequest.repo, repos)]
@@ -736,10 +793,17 @@ def failure_classes(
         .group_by(Attempt.failure_class, Attempt.trigger, Attempt.status)
     )
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    reverted = (
+        select(Attempt.failure_class, Attempt.trigger, func.count())
+        .where(*where, _reverted())
+        .group_by(Attempt.failure_class, Attempt.trigger)
+    )
     with _session(store) as session:
         for cls, trigger, status, count in session.execute(stmt):
             name = cls or (UNKNOWN_CLASS if trigger == "ci" else ISSUE_CLASS)
             counts[name][str(status)] += int(count)
+        for cls, trigger, count in session.execute(reverted):
+            _move_reverted(counts[cls or (UNKNOWN_CLASS if trigger == "ci" else ISSUE_CLASS)], int(count))
     out = [ClassOutcomes(name, tuple((s, c[s]) for s in _statuses(c) if c[s])) for name, c in counts.items()]
     return tuple(sorted(out, key=lambda o: (-o.total, o.failure_class)))
 
@@ -783,6 +847,15 @@ def org_overview(
                 for acc in (totals, by_week[_as_date(week)], by_repo[str(repo)]):
                     acc.counts[str(status)] += int(count)
                     acc.usd += float(usd or 0.0)
+            rsub = (
+                select(a_week, a_repo)
+                .where(_in_repos(Attempt.repo, repos), Attempt.created_at >= since, _reverted())
+                .subquery()
+            )
+            rstmt = select(rsub.c.w, rsub.c.r, func.count()).group_by(rsub.c.w, rsub.c.r)
+            for week, repo, count in session.execute(rstmt):
+                for acc in (totals, by_week[_as_date(week)], by_repo[str(repo)]):
+                    _move_reverted(acc.counts, int(count))
             p_week = week_start(PullRequest.created_at, dialect).label("w")
             p_repo = func.lower(PullRequest.repo).label("r")
             p_where = [_in_repos(PullRequest.repo, repos), PullRequest.created_at >= since]
@@ -882,7 +955,7 @@ def repo_attempts(store: Store, repo: str, *, page: int = 1, per_page: int = 50)
     per_page = max(1, min(per_page, 500))
     where = func.lower(Attempt.repo) == repo.lower()
     stmt = (
-        select(*_ROW_COLUMNS)
+        select(*_ROW_COLUMNS, Attempt.branch, _CULPRIT_SHA)
         .where(where)
         .order_by(Attempt.created_at.desc(), Attempt.id.desc())
         .offset((page - 1) * per_page)
@@ -890,7 +963,7 @@ def repo_attempts(store: Store, repo: str, *, page: int = 1, per_page: int = 50)
     )
     with _session(store) as session:
         total = int(session.execute(select(func.count()).select_from(Attempt).where(where)).scalar_one())
-        rows = tuple(_attempt_row(r) for r in session.execute(stmt))
+        rows = tuple(_attempt_row(r, branch=r.branch, culprit=r.culprit_sha) for r in session.execute(stmt))
     return AttemptPage(repo=repo, rows=rows, page=page, per_page=per_page, total=total)
 
 
@@ -928,8 +1001,11 @@ def attempt_detail(store: Store, attempt_id: int, repos: Collection[str]) -> Att
         event_rows = tuple(_event(e) for e in events)
     trace = row.trace if isinstance(row.trace, Mapping) else None
     options = row.options if isinstance(row.options, Mapping) else None
+    culprit = trace.get("culprit") if trace is not None else None
     return AttemptDetail(
-        row=_attempt_row(row),
+        row=_attempt_row(
+            row, branch=row.branch, culprit=culprit.get("sha") if isinstance(culprit, Mapping) else None
+        ),
         base_branch=row.base_branch,
         branch=row.branch,
         patch=row.patch,
@@ -1076,6 +1152,8 @@ __all__ = [
     "ISSUE_CLASS",
     "PROBLEM_EVENT_KINDS",
     "PROBLEM_STATUSES",
+    "REVERTED",
+    "REVERT_BRANCH_PREFIX",
     "STATUS_ORDER",
     "UNKNOWN_CLASS",
     "AttemptDetail",

@@ -16,6 +16,7 @@ from urllib.parse import quote, urlsplit
 
 from starlette.templating import Jinja2Templates
 
+from bot.dashboard.traceview import tool_totals
 from bot.settings import Settings
 
 TEMPLATES_DIR = Path(__file__).with_name("templates")
@@ -98,7 +99,14 @@ def make_templates(settings: Settings) -> Jinja2Templates:
         lstrip_blocks=True,
     )
     env.filters.update(
-        pct=pct, money=money, duration=duration, when=when, num=num, safe_url=safe_url, seg=path_segment
+        pct=pct,
+        money=money,
+        duration=duration,
+        when=when,
+        num=num,
+        safe_url=safe_url,
+        seg=path_segment,
+        tool_totals=tool_totals,
     )
     env.globals["github_web_url"] = settings.web_url
     return Jinja2Templates(env=env)

@@ -13,6 +13,7 @@ from typing import Any
 
 from jobs.repair import trace_read
 from jobs.repair.report import RepairReport
+from jobs.repair.trace_parts import ChangeDoc, ToolCallDoc, turn_totals
 from jobs.repair.trace_read import MAX_ITEMS, MAX_TEXT, TraceDoc
 
 RunView = trace_read.TestTally
@@ -22,6 +23,8 @@ EvidenceView = trace_read.EvidenceDoc
 QueryView = trace_read.QueryDoc
 CandidateView = trace_read.CandidateDoc
 RoundView = trace_read.RoundDoc
+"""A round; ``.tool_calls`` are the model's tool calls (:func:`tool_totals` sums their turns)."""
+ToolCallView = ToolCallDoc
 BoundRow = trace_read.BoundDoc
 
 
@@ -65,6 +68,33 @@ class TraceView:
     diagnosis_command: str = ""
     verification_command: str = ""
     toolchain: str = ""
+    changes: ChangeDoc | None = None
+    """The change since the last green run (``repo["changes"]``), None when not recorded."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolTotals:
+    """A round's tool calls in numbers: calls, refused, test runs, and the model turns' tokens/cost."""
+
+    calls: int
+    refused: int
+    executions: int
+    result_chars: int
+    tokens: int
+    usd: float
+
+
+def tool_totals(calls: tuple[ToolCallView, ...]) -> ToolTotals:
+    """The totals of a round's tool calls (each model turn's tokens and cost counted once)."""
+    tokens, usd = turn_totals(calls)
+    return ToolTotals(
+        calls=len(calls),
+        refused=sum(1 for c in calls if c.refused),
+        executions=sum(c.executions for c in calls),
+        result_chars=sum(c.result_chars for c in calls),
+        tokens=tokens,
+        usd=usd,
+    )
 
 
 def trace_view(data: Mapping[str, Any]) -> TraceView:
@@ -102,6 +132,7 @@ def trace_view(data: Mapping[str, Any]) -> TraceView:
         diagnosis_command=commands.diagnosis,
         verification_command=commands.verification,
         toolchain=commands.toolchain,
+        changes=doc.changes,
     )
 
 
@@ -122,13 +153,21 @@ class SummaryView:
     failure_log: str
 
 
-def summary_view(data: Mapping[str, Any] | None) -> SummaryView | None:
-    """A :class:`SummaryView` of ``attempts.trace`` (None when there is none or it is unreadable)."""
+def stored_report(data: Mapping[str, Any] | None) -> RepairReport | None:
+    """The result stored with the attempt (``attempts.trace``), None when absent or unreadable."""
     if not data:
         return None
     try:
-        report = RepairReport.from_json(data)
+        return RepairReport.from_json(data)
     except ValueError:
+        return None
+
+
+def summary_view(data: Mapping[str, Any] | RepairReport | None) -> SummaryView | None:
+    """A :class:`SummaryView` of ``attempts.trace`` or of its report already read (None when
+    there is none or it is unreadable)."""
+    report = data if isinstance(data, RepairReport) else stored_report(data)
+    if report is None:
         return None
     return SummaryView(
         trace_id=report.trace_id,
@@ -162,9 +201,13 @@ __all__ = [
     "RoundView",
     "RunView",
     "SummaryView",
+    "ToolCallView",
+    "ToolTotals",
     "TraceView",
     "first_lines",
     "run_view",
+    "stored_report",
     "summary_view",
+    "tool_totals",
     "trace_view",
 ]

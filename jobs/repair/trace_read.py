@@ -7,7 +7,10 @@ long texts are cut (:data:`MAX_TEXT`), so one document cannot make a page of meg
 dashboard shows a :class:`TraceDoc`; :func:`jobs.repair.trace.load_trace` (strict, for replay)
 checks the header with :func:`check_header` before parsing every record; the small values here
 (:class:`TestTally`, :class:`GateRecord`, :class:`Verification`, :class:`Commands`,
-:class:`Interruption`) are also the fields of :class:`jobs.repair.report.RepairReport`.
+:class:`Interruption`) are also the fields of :class:`jobs.repair.report.RepairReport`. A round's
+tool calls and the trace's change since the last green run are read by :mod:`jobs.repair.trace_parts`;
+the tolerant primitives (:func:`text`, :func:`integer`, …) live in :mod:`jobs.repair.trace_values`
+and are re-exported here.
 """
 
 from __future__ import annotations
@@ -17,71 +20,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from jobs.repair.trace_parts import ChangeDoc, ToolCallDoc
+from jobs.repair.trace_values import MAX_ITEMS, MAX_TEXT, integer, items, mapping, maps, number, text, texts
+
 if TYPE_CHECKING:
     from jobs.repair.workbench import TestOutcome
 
 FORMAT = "arcs-trace"
 TRACE_VERSION = 1
 """Bumped when a field of the trace changes meaning; :func:`check_header` refuses newer ones."""
-MAX_TEXT = 60_000
-"""Characters kept of one diff, prompt or log."""
-MAX_ITEMS = 200
-"""Items kept of one list (evidence, hits, candidates, failing tests)."""
 MAX_LISTED_TESTS = 50
 """Failing test ids a :class:`TestTally` built from a test run keeps."""
-
-# --- tolerant primitives -------------------------------------------------------------------------
-
-
-def text(value: object, limit: int = MAX_TEXT) -> str:
-    """``value`` as a string ('' for None), cut to ``limit`` characters with a note of the rest."""
-    if value is None:
-        return ""
-    s = value if isinstance(value, str) else str(value)
-    return s if len(s) <= limit else s[:limit] + f"\n… ({len(s) - limit} more characters)"
-
-
-def integer(value: object) -> int | None:
-    """An int (bools as 0/1, whole floats), else None."""
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
-
-
-def number(value: object) -> float | None:
-    """A float of an int or float (not a bool), else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    return None
-
-
-def mapping(value: object) -> Mapping[str, Any]:
-    """``value`` if it is a mapping, else an empty one."""
-    return value if isinstance(value, Mapping) else {}
-
-
-def items(value: object, limit: int = MAX_ITEMS) -> list[Any]:
-    """The first ``limit`` items of a list or tuple, else none."""
-    if isinstance(value, list | tuple):
-        return list(value[:limit])
-    return []
-
-
-def maps(value: object) -> list[Mapping[str, Any]]:
-    """The mappings among :func:`items` of ``value``."""
-    return [v for v in items(value) if isinstance(v, Mapping)]
-
-
-def texts(value: object, limit: int = 2_000) -> tuple[str, ...]:
-    """The non-None :func:`items` of ``value`` as bounded strings."""
-    return tuple(text(v, limit) for v in items(value) if v is not None)
-
 
 # --- strict header (replay) ----------------------------------------------------------------------
 
@@ -482,6 +431,8 @@ class RoundDoc:
     best_candidate: str
     events: tuple[str, ...]
     prompt: str
+    tool_calls: tuple[ToolCallDoc, ...] = ()
+    """The model's tool calls (``()`` for a round without them, or a trace from before #15)."""
 
     @classmethod
     def read(cls, position: int, r: Mapping[str, Any]) -> RoundDoc:
@@ -518,6 +469,7 @@ class RoundDoc:
             best_candidate=text(r.get("best_candidate"), 100),
             events=texts(r.get("events")),
             prompt=text(r.get("prompt")),
+            tool_calls=ToolCallDoc.read_all(r.get("tool_calls")),
         )
 
 
@@ -590,6 +542,8 @@ class TraceDoc:
     bound: tuple[BoundDoc, ...] = ()
     commands: Commands | None = None
     interrupt: Interruption | None = None
+    changes: ChangeDoc | None = None
+    """The change since the last green run and its culprit (``repo["changes"]``; None: none recorded)."""
 
     @property
     def is_trace(self) -> bool:
@@ -659,6 +613,7 @@ class TraceDoc:
             bound=bound,
             commands=Commands.read(d.get("commands")),
             interrupt=Interruption.read(d.get("interrupt")),
+            changes=ChangeDoc.read(mapping(d.get("repo")).get("changes")),
         )
 
 
@@ -670,6 +625,7 @@ __all__ = [
     "TRACE_VERSION",
     "BoundDoc",
     "CandidateDoc",
+    "ChangeDoc",
     "Commands",
     "EvidenceDoc",
     "GateRecord",
@@ -680,6 +636,7 @@ __all__ = [
     "RoundDoc",
     "SpendDoc",
     "TestTally",
+    "ToolCallDoc",
     "TraceDoc",
     "Verification",
     "check_header",
