@@ -1,6 +1,10 @@
 """``arcs replay``: re-run a trace's loop with its recorded LLM responses and recorded retrieval
 (the frozen index snapshot) on the same base tree; report the first divergence, if any.
 
+The model's tool calls (``open``, ``search``, ``symbol``, ``run_tests``) are answered with the
+recorded results, not re-executed; each call must be the recorded one (tool and input), and the
+model requests after it carry the recorded result, so their fingerprints check the rest.
+
 A run that an interrupt stopped (``/arcs stop``, an admin's pause) is replayed with an interrupt that
 stops at the same check (:class:`RecordedInterrupt`). A run whose patch was applied afterwards is
 replayed on a copy with the recorded base text restored (:func:`_restore_base`).
@@ -13,11 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.engine import EngineSettings, Progress, RunnerConfig, make_runner
+from jobs.repair.budget import Budget
 from jobs.repair.errors import UsageError
 from jobs.repair.loop import LoopConfig, RepairLoop
 from jobs.repair.ports import Clock, Proposer
 from jobs.repair.proposers.replay import ReplayDivergence, ReplayLLM, load_records
 from jobs.repair.tiers import TierRequest
+from jobs.repair.tools_session import RecordedTools, ToolReplayMismatch
 from jobs.repair.trace import (
     Divergence,
     RecordedRetriever,
@@ -58,6 +64,7 @@ def replay(
 ) -> ReplayReport:
     """Re-run the loop recorded in ``trace_path`` with its recorded model responses and retrieval
     on the same base tree, and compare (see :func:`jobs.repair.trace.compare_outcomes`)."""
+    from jobs.change_repair import change_aware
     from jobs.config import load_repo_config
     from jobs.repair.proposers.anthropic import AnthropicProposer
     from jobs.repair.tier0.templates import TemplateProposer
@@ -84,9 +91,23 @@ def replay(
     replay_llm = ReplayLLM(records, model=recorded.model or None) if recorded.model else None
     proposer: Proposer = AnthropicProposer(replay_llm) if replay_llm is not None else TemplateProposer()
     retriever = RecordedRetriever(recorded) if recorded.index_snapshot else None
+    # Tool calls are answered with the recorded results, never re-executed (no test run, no index).
+    tools = RecordedTools.of(recorded)
     config = LoopConfig.from_json(recorded.config)
     runner = runner or make_runner(
         RunnerConfig.of(settings), unsafe_no_sandbox, toolchain_paths, base_config.setup_allow
+    )
+    # Tier 0's first offers (#14) when the run knew the change since green or checked a formatter.
+    proposer = change_aware(
+        proposer,
+        check=resolved.command,
+        changes=recorded.task.changes,
+        repo=base,
+        runner=runner,
+        memory_mb=base_config.memory_mb or 2048,
+        env=resolved.env,
+        setup=resolved.setup,
+        max_runs=recorded.budget.executions // 2,
     )
     with contextlib.ExitStack() as stack:
         workbench = stack.enter_context(SandboxWorkbench(base, resolved, runner))
@@ -109,10 +130,11 @@ def replay(
             llm=replay_llm,
             config=config,
             interrupt=RecordedInterrupt.of(recorded),
+            tool_replay=tools,
         )
         notify(f"replaying {recorded.id or trace_path} ({len(records)} recorded model calls)")
         try:
-            result = loop.run(recorded.task, recorded.budget, _tier(recorded.tier_requested))
+            result = loop.run(recorded.task, loop_budget_of(recorded), _tier(recorded.tier_requested))
         except ReplayDivergence as exc:
             where = f"model call {exc.call_index + 1}" + (f" ({exc.purpose})" if exc.purpose else "")
             return ReplayReport(
@@ -120,12 +142,16 @@ def replay(
                 None,
                 Divergence(where, "request", exc.expected_fingerprint[:16], exc.got_fingerprint[:16]),
             )
+        except ToolReplayMismatch as exc:
+            return ReplayReport(recorded, None, Divergence("tool calls", "call", "", str(exc)))
         except ReplayMismatch as exc:
             return ReplayReport(recorded, None, Divergence("retrieval", "query", "", str(exc)))
     replayed = result.trace
     divergence = compare_outcomes(recorded, replayed)
     if divergence is None and replay_llm is not None and not replay_llm.exhausted:
         divergence = Divergence("model calls", "count", str(len(records)), str(replay_llm.position))
+    if divergence is None and not tools.exhausted:
+        divergence = Divergence("tool calls", "count", str(len(tools.records)), str(tools.position))
     return ReplayReport(recorded, replayed, divergence)
 
 
@@ -166,6 +192,20 @@ def _restore_base(root: Path, files: dict[str, object]) -> None:
             target.write_text(str(text), encoding="utf-8")
 
 
+def loop_budget_of(trace: Trace) -> Budget:
+    """The budget the recorded loop itself ran under: ``repo["loop_budget"]`` when runs outside
+    the loop (tier-0 formatter autofix) were held back from it (:meth:`jobs.culprit.ChangeOutcome.apply`
+    then records the whole budget as ``trace.budget``), else ``trace.budget``."""
+    recorded = trace.repo.get("loop_budget")
+    if not isinstance(recorded, dict):
+        return trace.budget
+    names = trace.budget.as_dict()
+    try:
+        return Budget(**{k: v for k, v in recorded.items() if k in names})
+    except (TypeError, ValueError):
+        return trace.budget
+
+
 def _tier(name: str) -> TierRequest:
     from jobs.repair.tiers import parse_tier
 
@@ -181,4 +221,4 @@ def _jsonl(record: object) -> str:
     return json.dumps(record, sort_keys=True) + "\n"
 
 
-__all__ = ["RecordedInterrupt", "ReplayReport", "replay"]
+__all__ = ["RecordedInterrupt", "ReplayReport", "loop_budget_of", "replay"]

@@ -40,6 +40,7 @@ def plan_for(text: str) -> dict[str, Any]:
 
 
 WRONG_OLD = "<<the oracle was not shown the lines to change>>"
+_FIRST_BLOCK = re.compile(r"^### (\S+?):\d+-\d+", re.M)
 
 
 def request_text(body: Mapping[str, Any]) -> str:
@@ -93,6 +94,11 @@ class OracleModel:
 
         choice = body.get("tool_choice") or {}
         tool = str(choice.get("name", "")) if isinstance(choice, dict) else ""
+        offered = {str(t.get("name")) for t in body.get("tools") or () if isinstance(t, dict)}
+        if isinstance(choice, dict) and choice.get("type") == "any":
+            # Tools offered (#15): this oracle measures what the loop shows, it never looks around
+            # (the proposer's request offers propose_patch, the planner's submit_plan).
+            tool = "propose_patch" if "propose_patch" in offered else "submit_plan"
         text = request_text(body)
         if tool == "submit_plan":
             self._log(LoggedRequest(tool, len(text), text, None, "plan"))
@@ -103,7 +109,11 @@ class OracleModel:
                 payload = {"explanation": "The oracle's fix.", "edits": [dict(e) for e in self.fix_edits]}
                 answer = "fix"
             else:
-                path = str(self.fix_edits[0]["path"]) if self.fix_edits else "README"
+                # The guess names the first file the request showed, never the fix's file: the
+                # edit error is fed back (and retrieved with) in later rounds, so naming the true
+                # file would leak the answer into the loop's next queries.
+                m = _FIRST_BLOCK.search(text)
+                path = m.group(1) if m else "README"
                 edit = {"path": path, "kind": "replace", "old": WRONG_OLD, "new": "pass"}
                 payload = {"explanation": "A guess: the lines to change were not shown.", "edits": [edit]}
                 answer = "wrong"

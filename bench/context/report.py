@@ -81,13 +81,19 @@ HEADERS = [
 
 
 HELD_OUTSIDE = "held_out: bench/outside half"
-HELD_NEW = "held_out: new packages"
+HELD_NEW = "held_out: new packages (session 4)"
+HELD_NEWER = "held_out: new packages (session 5)"
 NEW_PACKAGES = ("sqlparse", "pyparsing", "markdown")
+NEWER_PACKAGES = ("pyflakes", "docutils")
+"""Added in session 5, after the session-4 changes were tuned: never looked at before their
+first ("before") run."""
 
 
 def _held_out_source(r: Record) -> str:
     if r.get("split") != "held_out":
         return ""
+    if r.get("project") in NEWER_PACKAGES:
+        return HELD_NEWER
     return HELD_NEW if r.get("project") in NEW_PACKAGES else HELD_OUTSIDE
 
 
@@ -131,9 +137,9 @@ def render(results: Record) -> str:
                 f" ({code.get('changed', 0)} changed files under jobs/ and indexing/), "
                 f"{len(run['records'])} cases in {run.get('elapsed_s', 0):.0f} s."
             )
-    parts.append("\n**By split** (held-out = never tuned on; its two sources below):\n")
+    parts.append("\n**By split** (held-out = never tuned on; its three sources below):\n")
     split_rows = _grouped(results, lambda r: str(r.get("split", "")), ("tuned", "held_out"))
-    split_rows += _grouped(results, _held_out_source, (HELD_OUTSIDE, HELD_NEW))
+    split_rows += _grouped(results, _held_out_source, (HELD_OUTSIDE, HELD_NEW, HELD_NEWER))
     parts.append(markdown_table(HEADERS, split_rows))
     for label in LABELS:
         run = results.get(label)
@@ -202,6 +208,120 @@ def render(results: Record) -> str:
                 ],
                 rows,
             )
+        )
+    return "\n".join(parts) + "\n" + render_tools(results)
+
+
+TOOL_LABELS = ("passive", "explorer")
+"""Runs on the same (tool-offering) code: the passive oracle and the exploring stand-in."""
+TOOL_HEADERS = [
+    "group",
+    "stand-in",
+    "cases",
+    "all shown r1",
+    "r1, the loop's context alone",
+    "all shown by last round",
+    "last round, context alone",
+    "fixed",
+    "chars/request (median, tool turns included)",
+    "max",
+    "requests/case",
+    "tokens/repair (median)",
+    "tool calls/case",
+]
+
+
+def summarize_tools(records: Sequence[Record]) -> Record:
+    """Visibility with and without tool results, requests, tokens and tool calls of one group."""
+    n = len(records)
+    tokens = [r["tokens"] for r in records if r.get("tokens")]
+    turns = [int(r.get("turns") or 0) for r in records]
+    medians = [r["turn_chars_median"] for r in records if r.get("turns")]
+    return {
+        "cases": n,
+        "round1_all": sum(1 for r in records if r.get("round1_all")),
+        "context_round1_all": sum(1 for r in records if r.get("context_round1_all")),
+        "last_all": sum(1 for r in records if r.get("last_all")),
+        "context_last_all": sum(1 for r in records if r.get("context_last_all")),
+        "fixed": sum(1 for r in records if r.get("fixed")),
+        "turn_chars_median": int(statistics.median(medians)) if medians else 0,
+        "chars_max": max(
+            (
+                int(r.get("turn_chars_max") or max((q["chars"] for q in r.get("requests") or ()), default=0))
+                for r in records
+            ),
+            default=0,
+        ),
+        "turns_mean": round(statistics.mean(turns), 1) if turns else 0.0,
+        "tokens_median": int(statistics.median(tokens)) if tokens else 0,
+        "tool_calls_mean": round(statistics.mean(int(r.get("tool_calls") or 0) for r in records), 1)
+        if n
+        else 0.0,
+        "tool_calls": {
+            name: sum((r.get("tool_calls_by_name") or {}).get(name, 0) for r in records)
+            for name in sorted({k for r in records for k in (r.get("tool_calls_by_name") or {})})
+        },
+    }
+
+
+def _by_split(r: Record) -> str:
+    return str(r.get("split", ""))
+
+
+def render_tools(results: Record) -> str:
+    """The table of the active-retrieval runs (``passive`` vs ``explorer``), by split."""
+    runs = {label: results[label] for label in TOOL_LABELS if results.get(label)}
+    if not runs:
+        return ""
+    parts = ["\n**Active retrieval (tools)**: the same code, the passive oracle vs the exploring stand-in:\n"]
+    for label, run in runs.items():
+        code = run.get("code", {})
+        parts.append(
+            f"- **{label}**: {run['date']}, code {code.get('root', '?')} at {code.get('head', '?')}"
+            f" ({code.get('changed', 0)} changed files under jobs/ and indexing/), "
+            f"{len(run['records'])} cases in {run.get('elapsed_s', 0):.0f} s."
+        )
+    keys: list[tuple[str, Callable[[Record], str]]] = [
+        ("tuned", _by_split),
+        ("held_out", _by_split),
+        (HELD_OUTSIDE, _held_out_source),
+        (HELD_NEW, _held_out_source),
+        (HELD_NEWER, _held_out_source),
+    ]
+    rows: list[list[object]] = []
+    for name, key in keys:
+        for label, run in runs.items():
+            group = [r for r in run["records"] if key(r) == name]
+            if not group:
+                continue
+            s = summarize_tools(group)
+            n = s["cases"]
+            calls = ", ".join(f"{k} {v}" for k, v in s["tool_calls"].items())
+            rows.append(
+                [
+                    name,
+                    label,
+                    n,
+                    _pct(s["round1_all"], n),
+                    _pct(s["context_round1_all"], n),
+                    _pct(s["last_all"], n),
+                    _pct(s["context_last_all"], n),
+                    _pct(s["fixed"], n),
+                    f"{s['turn_chars_median']:,}",
+                    f"{s['chars_max']:,}",
+                    f"{s['turns_mean']:.1f}",
+                    f"{s['tokens_median']:,}",
+                    f"{s['tool_calls_mean']}" + (f" ({calls})" if calls else ""),
+                ]
+            )
+    parts.append("\n" + markdown_table(TOOL_HEADERS, rows))
+    explorer = runs.get("explorer")
+    if explorer:
+        gained = [r["id"] for r in explorer["records"] if r.get("last_all") and not r.get("context_last_all")]
+        parts.append(
+            f"\n*explorer*: cases whose lines only a tool result showed: {len(gained)}"
+            + (f" ({', '.join(gained)})" if gained else "")
+            + "."
         )
     return "\n".join(parts) + "\n"
 

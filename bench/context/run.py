@@ -39,6 +39,7 @@ from typing import Any
 
 from bench.common import RESULTS_DIR, today
 from bench.context.corpus import bench_cases, case_meta, materialize_case, project_of, split_of
+from bench.context.explorer import ExplorerModel
 from bench.context.oracle_server import OracleModel
 from bench.context.visibility import TargetLine, rank_of_file, target_lines, visibility
 from bench.repair.corpus import Case
@@ -68,7 +69,7 @@ def _round_of(text: str, prompts: Sequence[str], fallback: int) -> int:
     return hits[-1] if hits else fallback
 
 
-def measure(targets: Sequence[TargetLine], oracle: OracleModel, trace: Record) -> Record:
+def measure(targets: Sequence[TargetLine], oracle: OracleModel | ExplorerModel, trace: Record) -> Record:
     """Visibility per round and overall, and characters per request (see the module docstring)."""
     prompts = [str(r.get("prompt", "")) for r in trace.get("rounds", [])]
     per_round: dict[int, list[str]] = {}
@@ -77,11 +78,24 @@ def measure(targets: Sequence[TargetLine], oracle: OracleModel, trace: Record) -
         rnd = _round_of(req.text, prompts, fallback=i)
         per_round.setdefault(rnd, []).append(req.text)
         assert req.visibility is not None
+        context = visibility(targets, [req.text], tools=False)  # the loop's evidence alone
         requests.append(
-            {"round": rnd + 1, "chars": req.chars, "answer": req.answer, **req.visibility.to_json()}
+            {
+                "round": rnd + 1,
+                "chars": req.chars,
+                "answer": req.answer,
+                **req.visibility.to_json(),
+                "context_all": context.all_shown,
+                "context_share": round(context.share, 3),
+            }
         )
     rounds = [
-        {"round": r + 1, "requests": len(texts), **visibility(targets, texts).to_json()}
+        {
+            "round": r + 1,
+            "requests": len(texts),
+            **visibility(targets, texts).to_json(),
+            "context_all": visibility(targets, texts, tools=False).all_shown,
+        }
         for r, texts in sorted(per_round.items())
     ]
     first = rounds[0] if rounds else None
@@ -89,6 +103,8 @@ def measure(targets: Sequence[TargetLine], oracle: OracleModel, trace: Record) -
     union = visibility(targets, every).to_json() if every else None
     best = max((q["share"] for q in requests), default=0.0)
     chars = [q["chars"] for q in requests]
+    turns = [q.chars for q in oracle.log if q.tool in ("propose_patch", "explore")]
+    calls = [c for r in trace.get("rounds", []) for c in r.get("tool_calls") or ()]
     return {
         "requests": requests,
         "rounds": rounds,
@@ -100,6 +116,17 @@ def measure(targets: Sequence[TargetLine], oracle: OracleModel, trace: Record) -
         "union": union,
         "chars_median": statistics.median(chars) if chars else 0,
         "chars_max": max(chars) if chars else 0,
+        "context_round1_all": bool(first and first["context_all"]),
+        "context_last_all": any(q["context_all"] for q in requests),
+        "turn_chars_median": statistics.median(turns) if turns else 0,
+        "turn_chars_max": max(turns, default=0),
+        "turns": len(turns),
+        "tool_calls": len(calls),
+        "tool_calls_by_name": {
+            n: sum(1 for c in calls if c.get("name") == n)
+            for n in sorted({str(c.get("name")) for c in calls})
+        },
+        "tokens": int((trace.get("spend") or {}).get("tokens") or 0),
         "first_blocks": _blocks_summary(oracle.proposals[0].text) if oracle.proposals else [],
     }
 
@@ -128,8 +155,9 @@ def standalone_search(settings: Any, repo: Path, query_text: str, wanted: set[st
     return {"rank": rank_of_file(paths, wanted), "files": distinct[:5], "hits": hits}
 
 
-def run_case(case: Case, *, budget_wall_s: float = 900.0) -> Record:
-    """Repair ``case`` with the large tier against the oracle; measure what the model was shown."""
+def run_case(case: Case, *, budget_wall_s: float = 900.0, stand_in: str = "oracle") -> Record:
+    """Repair ``case`` with the large tier against the stand-in model (``oracle``: the passive
+    oracle, ``explorer``: :mod:`bench.context.explorer`); measure what the model was shown."""
     from bot.errors import ArcsError
     from bot.settings import load_settings
     from jobs.fix import FixRequest, fix
@@ -145,7 +173,8 @@ def run_case(case: Case, *, budget_wall_s: float = 900.0) -> Record:
         repo = materialize_case(case, base / "repo")
         files = {str(e["path"]): (repo / e["path"]).read_text(encoding="utf-8") for e in case.llm_fix.edits}
         targets = target_lines(files, case.llm_fix.edits)
-        oracle = OracleModel(targets, case.llm_fix.edits)
+        model = ExplorerModel if stand_in == "explorer" else OracleModel
+        oracle = model(targets, case.llm_fix.edits)
         server.dynamic = oracle
         env = {
             "ARCS_HOME": str(base / "home"),
@@ -176,6 +205,7 @@ def run_case(case: Case, *, budget_wall_s: float = 900.0) -> Record:
         if (base / "trace.json").is_file():
             trace = json.loads((base / "trace.json").read_text(encoding="utf-8"))
         record["targets"] = [t.to_json() for t in targets]
+        record["stand_in"] = stand_in
         record.update(measure(targets, oracle, trace))
         record["answers"] = [q.answer for q in oracle.log]
         dump = os.environ.get("ARCS_CONTEXT_DUMP")
@@ -218,11 +248,12 @@ def _facts(case: Case) -> Record:
 # --------------------------------------------------------------------------- child processes
 
 
-def run_isolated(case: Case, cap_s: float) -> Record:
+def run_isolated(case: Case, cap_s: float, stand_in: str = "oracle") -> Record:
     """``run_case`` in a child process killed (with its process group) after ``cap_s`` seconds."""
     with tempfile.TemporaryDirectory(prefix="arcs-ctx-one-") as tmp:
         out = Path(tmp) / "record.json"
         argv = [sys.executable, "-m", "bench.context.run", "--one", case.id, "--one-out", str(out)]
+        argv += ["--stand-in", stand_in]
         start = time.perf_counter()
         proc = subprocess.Popen(
             argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
@@ -277,12 +308,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--cap", type=float, default=240.0, help="seconds per case (default 240)")
     p.add_argument("--jobs", type=int, default=2, help="cases run concurrently (default 2)")
     p.add_argument("--out", type=Path, default=RESULTS_JSON)
+    p.add_argument(
+        "--stand-in",
+        choices=("oracle", "explorer"),
+        default="oracle",
+        help="the model: oracle (passive, default) or explorer (uses the tools; bench/context/explorer.py)",
+    )
     p.add_argument("--one", default="", help=argparse.SUPPRESS)
     p.add_argument("--one-out", type=Path, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.one:
         (case,) = [c for c in bench_cases() if c.id == args.one]
-        record = run_case(case, budget_wall_s=args.cap)
+        record = run_case(case, budget_wall_s=args.cap, stand_in=args.stand_in)
         assert args.one_out is not None
         args.one_out.write_text(json.dumps(record), encoding="utf-8")
         return 0
@@ -293,7 +330,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     records: list[Record] = []
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for r in pool.map(lambda c: run_isolated(c, args.cap), cases):
+        for r in pool.map(lambda c: run_isolated(c, args.cap, args.stand_in), cases):
             records.append(r)
             print(
                 f"  {r['id']:45} {r.get('verdict', '?'):12} r1 {r.get('round1_share', 0):.2f}"
@@ -313,6 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "date": today(),
             "code": code_info(),
             "elapsed_s": round(time.perf_counter() - start, 1),
+            "stand_in": args.stand_in,
             "records": records,
         },
     )

@@ -12,6 +12,12 @@ A request shows a target line when one of its evidence blocks covers it. Evidenc
 before the line does not count). ``loose`` visibility only asks whether the line's text occurs
 anywhere in the request (for example in a rendered stack frame), which a model cannot locate as
 reliably; the bench reports it beside the strict measure.
+
+Tool results (``jobs/repair/tools.py``, issue #15) count as shown too: their numbered lines
+(``   12| text``) under an ``open`` header (``path lines a-b of n``), a ``symbol`` definition header
+(``definition q at path:a-b``) or a ``search`` hit header (``path:a-b``), and ``symbol``'s caller
+rows (``  path:12 in q: text``, one line each, its text clipped at 160 characters) —
+:func:`tool_blocks`. Every numbered line counts as exactly the line its number names.
 """
 
 from __future__ import annotations
@@ -24,6 +30,13 @@ from typing import Any
 
 _HEADER = re.compile(r"^#{2,4} (?P<path>[^\s:][^:\n]*?):(?P<start>\d+)-(?P<end>\d+)(?: |$)", re.M)
 _FENCE = re.compile(r"^(`{3,})[^\n]*\n(?P<body>.*?)\n\1[ \t]*$", re.M | re.S)
+
+
+_TOOL_OPEN = re.compile(r"^(?P<path>[^\s:]+) lines \d+-\d+ of \d+")
+_TOOL_SYMBOL = re.compile(r"^definition \S+ at (?P<path>[^\s:]+):\d+-\d+")
+_TOOL_SEARCH = re.compile(r"^(?P<path>[^\s:]+):\d+-\d+(?: \(.*\))?$")
+_TOOL_LINE = re.compile(r"^ *(?P<n>\d+)\| ?(?P<text>.*)$")
+_TOOL_CALLER = re.compile(r"^  (?P<path>[^\s:]+):(?P<n>\d+) in \S+: (?P<text>.*)$")
 
 
 @dataclass(frozen=True)
@@ -102,6 +115,39 @@ def evidence_blocks(text: str) -> list[Block]:
     return out
 
 
+def tool_blocks(text: str) -> list[Block]:
+    """The code a request's tool results showed (``open``, ``symbol``, ``search``; see the module
+    docstring): one block per run of consecutive numbered lines under a header, one per caller row."""
+    out: list[Block] = []
+    path = ""
+    run: list[tuple[int, str]] = []
+
+    def flush() -> None:
+        if path and run:
+            out.append(Block(path, run[0][0], run[-1][0], "\n".join(t for _, t in run)))
+        run.clear()
+
+    for line in text.split("\n"):
+        m = _TOOL_LINE.match(line)
+        if m and path:
+            n = int(m.group("n"))
+            if run and n != run[-1][0] + 1:
+                flush()
+            run.append((n, m.group("text")))
+            continue
+        flush()
+        caller = _TOOL_CALLER.match(line)
+        if caller:
+            n = int(caller.group("n"))
+            out.append(Block(caller.group("path"), n, n, caller.group("text")))
+            path = ""
+            continue
+        header = _TOOL_OPEN.match(line) or _TOOL_SYMBOL.match(line) or _TOOL_SEARCH.match(line)
+        path = header.group("path") if header else ""
+    flush()
+    return out
+
+
 def shown(target: TargetLine, blocks: Sequence[Block]) -> bool:
     """Whether an evidence block of the target's file covers the line and shows its text."""
     needle = target.text.strip()
@@ -153,9 +199,12 @@ class Visibility:
         }
 
 
-def visibility(targets: Sequence[TargetLine], texts: Sequence[str]) -> Visibility:
-    """How many ``targets`` the request texts ``texts`` showed, together (a union)."""
+def visibility(targets: Sequence[TargetLine], texts: Sequence[str], *, tools: bool = True) -> Visibility:
+    """How many ``targets`` the request texts ``texts`` showed, together (a union): evidence
+    blocks and, unless ``tools`` is false, tool results (:func:`tool_blocks`)."""
     blocks = [b for t in texts for b in evidence_blocks(t)]
+    if tools:
+        blocks += [b for t in texts for b in tool_blocks(t)]
     joined = "\n".join(texts)
     paths = {t.path for t in targets}
     return Visibility(

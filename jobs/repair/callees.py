@@ -9,6 +9,13 @@ definitions in the repository's non-test files (Python ``def``/``class``, JavaSc
 split into parts of at most :data:`PART_LINES` lines, so a large function is shown whole instead
 of clipped — then follows the names those bodies call one hop further (first part only).
 
+The test function's own frame leads, not an assertion helper it calls (``test/common.py``); a
+helper defined in a test file is looked through: the names it calls count as the test's. A
+called method brings its class's constructor (the state the method reads is set there). Later
+rounds explore further (``explore``: rounds already spent without a fix): more second-hop names,
+one hop deeper per round, and the later parts of large definitions — so round 2 does not repeat
+round 1.
+
 Deterministic and pure: reads through the :class:`~jobs.repair.ports.SourceView` only.
 """
 
@@ -198,31 +205,39 @@ class _Files:
         self.source = source
         self._texts: dict[tuple[str, ...], list[tuple[str, str]]] = {}
 
-    def of(self, exts: tuple[str, ...]) -> list[tuple[str, str]]:
-        if exts not in self._texts:
+    def of(self, exts: tuple[str, ...], *, tests: bool = False) -> list[tuple[str, str]]:
+        """``(path, text)`` of the source files (``tests``: of the test files instead)."""
+        key = (*exts, "tests") if tests else exts
+        if key not in self._texts:
             texts: list[tuple[str, str]] = []
             for path in self.source.files():
                 if (
                     path.endswith(exts)
-                    and not _is_test(path)
+                    and _is_test(path) == tests
                     and not _NOT_SOURCE.search(path)
                     and not path.endswith(".pyi")
                 ):
                     text = self.source.read(path)
                     if text is not None:
                         texts.append((path, text))
-            self._texts[exts] = texts
-        return self._texts[exts]
+            self._texts[key] = texts
+        return self._texts[key]
 
 
 def _definitions(
-    files: _Files, name: str, exts: tuple[str, ...], limit: int = 2, *, method: bool = False
+    files: _Files,
+    name: str,
+    exts: tuple[str, ...],
+    limit: int = 2,
+    *,
+    method: bool = False,
+    tests: bool = False,
 ) -> list[_Def]:
     """Where ``name`` is defined; for a method call (``x.name(``) methods first, else top-level
-    definitions first."""
+    definitions first (``tests``: in test files, where helpers live)."""
     pattern = re.compile((_JS_DEF if exts == _JS_EXT else _PY_DEF).format(name=re.escape(name)), re.M)
     found: list[tuple[bool, _Def]] = []
-    for path, text in files.of(exts):
+    for path, text in files.of(exts, tests=tests):
         if name not in text:
             continue
         lines = text.splitlines()
@@ -260,16 +275,134 @@ def _parts(source: SourceView, d: _Def, max_parts: int) -> list[tuple[int, int, 
 
 
 def _test_sites(failures: Iterable[Failure]) -> list[tuple[str, int]]:
-    """The failing lines inside test files: each failure's innermost test frame and its site."""
-    out: list[tuple[str, int]] = []
+    """The failing lines inside test files: each failure's test-function frame (the outermost
+    test frame: what the test itself called) first, then helper frames and failure sites."""
+    tests: list[tuple[str, int]] = []
+    helpers: list[tuple[str, int]] = []
     for f in failures:
-        for fr in reversed(f.frames):
-            if _is_test(fr.path):
-                out.append((fr.path, fr.line))
-                break
+        frames = [fr for fr in f.frames if _is_test(fr.path)]
+        if frames:
+            outer = next(
+                (fr for fr in frames if fr.function.rsplit(".", 1)[-1].startswith("test")), frames[0]
+            )
+            tests.append((outer.path, outer.line))
+            helpers.extend((fr.path, fr.line) for fr in reversed(frames) if fr is not outer)
         if f.path and _is_test(f.path):
-            out.append((f.path, f.line))
-    return list(dict.fromkeys(h for h in out if h[1] > 0))
+            (helpers if frames else tests).append((f.path, f.line))
+    return list(dict.fromkeys(h for h in [*tests, *helpers] if h[1] > 0))
+
+
+MAX_HELPERS = 3
+"""Test-file helpers looked through per call (their calls count as the test's)."""
+MAX_CONSTRUCTORS = 3
+"""Constructors shown of the classes of called methods."""
+MAX_HOPS = 5
+"""Deepest call hop followed (from the fourth round of a tier on)."""
+
+
+def _first_hop(
+    source: SourceView, files: _Files, failures: Sequence[Failure], max_names: int, max_sites: int
+) -> tuple[list[_Def], set[str]]:
+    """The definitions the failing test lines call (through test helpers), and the names tried."""
+    queue: list[tuple[str, bool, tuple[str, ...]]] = []
+    for path, line in _test_sites(failures)[:max_sites]:
+        text = source.read(path)
+        if text is not None:
+            exts = _language_exts(path)
+            queue.extend((name, method, exts) for name, method in _test_calls(text.splitlines(), line))
+    seen: set[tuple[str, int]] = set()
+    first: list[_Def] = []
+    names_done: set[str] = set()
+    tried = helpers = 0
+    for name, method, exts in queue:  # the queue grows while it is read (helpers' calls)
+        if tried >= max_names:
+            break
+        if name in names_done:
+            continue
+        names_done.add(name)
+        defs = _definitions(files, name, exts, method=method)
+        if not defs and helpers < MAX_HELPERS:
+            for h in _definitions(files, name, exts, limit=1, method=method, tests=True):
+                helpers += 1
+                body = (source.read(h.path) or "").splitlines()[h.start : h.end]
+                queue.extend((n, m, exts) for n, m in _calls_in(body))
+            continue
+        tried += 1
+        for d in defs:
+            if (d.path, d.start) not in seen:
+                seen.add((d.path, d.start))
+                first.append(d)
+    return first, names_done
+
+
+def _class_constructor(source: SourceView, d: _Def) -> _Def | None:
+    """The constructor (or head) of the class whose method ``d`` is; None for a function."""
+    lines = (source.read(d.path) or "").splitlines()
+    if not 1 <= d.start <= len(lines) or d.path.endswith(_JS_EXT):
+        return None
+    text = lines[d.start - 1]
+    width = len(text) - len(text.lstrip())
+    for i in range(d.start - 2, -1, -1):
+        stripped = lines[i].lstrip()
+        indent = len(lines[i]) - len(stripped)
+        if not stripped or indent >= width:
+            continue
+        if stripped.startswith("class "):
+            name = re.match(r"class\s+(\w+)", stripped)
+            start, end = _constructor(lines, i + 1, _block_end(lines, i + 1, lines[i][:indent]))
+            return _Def(d.path, start, end, name.group(1) if name else "")
+        if re.match(r"(?:async\s+)?def\b", stripped):
+            return None
+        width = indent
+    return None
+
+
+def _code_lines(lines: Sequence[str]) -> list[str]:
+    """``lines`` without docstrings, comments and doctest examples (their calls are not calls)."""
+    out: list[str] = []
+    quote = ""
+    for line in lines:
+        stripped = line.strip()
+        if quote:
+            if quote in stripped:
+                quote = ""
+            continue
+        opener = next((q for q in ('"""', "'''") if stripped.lstrip("rbuRBU").startswith(q)), "")
+        if opener:
+            if stripped.count(opener) == 1:
+                quote = opener
+            continue
+        if not stripped.startswith(("#", "//", ">>>", "...")):
+            out.append(line)
+    return out
+
+
+def _next_hop(
+    source: SourceView,
+    files: _Files,
+    defs: Sequence[_Def],
+    names_done: set[str],
+    seen: set[tuple[str, int]],
+    limit: int,
+) -> list[_Def]:
+    """Definitions of the names the (first parts of) ``defs`` call, in call order, up to ``limit``."""
+    out: list[_Def] = []
+    tries = 0
+    for d in defs:
+        body = _code_lines((source.read(d.path) or "").splitlines()[d.start : d.end])
+        exts = _language_exts(d.path)
+        for name, method in _calls_in(body):
+            if len(out) >= limit or tries >= 4 * limit:
+                return out
+            if name in names_done:
+                continue
+            names_done.add(name)
+            tries += 1
+            for d2 in _definitions(files, name, exts, limit=1, method=method):
+                if (d2.path, d2.start) not in seen:
+                    seen.add((d2.path, d2.start))
+                    out.append(d2)
+    return out
 
 
 def callee_context(
@@ -277,56 +410,45 @@ def callee_context(
     failures: Sequence[Failure],
     *,
     max_names: int = 6,
-    max_second_hop: int = 4,
+    max_second_hop: int = 6,
     max_sites: int = 3,
+    explore: int = 0,
 ) -> list[Evidence]:
-    """Definitions the failing test lines call, one hop and then two (see the module docstring)."""
+    """Definitions the failing test lines call, one hop and then two, and ``explore`` hops more
+    (at most :data:`MAX_HOPS` in all); see the module docstring. ``explore``: earlier rounds of
+    this tier that found no fix."""
     files = _Files(source)
-    seen: set[tuple[str, int]] = set()
-    first: list[_Def] = []
-    names_done: set[str] = set()
-    for path, line in _test_sites(failures)[:max_sites]:
-        text = source.read(path)
-        if text is None:
-            continue
-        exts = _language_exts(path)
-        for name, method in _test_calls(text.splitlines(), line):
-            if len(names_done) >= max_names:
-                break
-            if name in names_done:
-                continue
-            names_done.add(name)
-            for d in _definitions(files, name, exts, method=method):
-                if (d.path, d.start) not in seen:
-                    seen.add((d.path, d.start))
-                    first.append(d)
+    first, names_done = _first_hop(source, files, failures, max_names, max_sites)
+    seen = {(d.path, d.start) for d in first}
     out: list[Evidence] = []
     for rank, d in enumerate(first):
-        for start, end, body in _parts(source, d, MAX_PARTS):
+        for start, end, body in _parts(source, d, MAX_PARTS + 2 * explore):
             out.append(
                 _evidence(d, start, end, body, score=1.9 - rank * 0.01, why="called by the failing test")
             )
-    second: list[_Def] = []
-    tries = 0
-    for d in first:
-        body_lines = (source.read(d.path) or "").splitlines()[d.start : d.end]
-        exts = _language_exts(d.path)
-        for name, method in _calls_in(body_lines):
-            if len(second) >= max_second_hop or tries >= 4 * max_second_hop:
-                break
-            if name in names_done or name == d.name:
-                continue
-            names_done.add(name)
-            tries += 1
-            for d2 in _definitions(files, name, exts, limit=1, method=method):
-                if (d2.path, d2.start) not in seen:
-                    seen.add((d2.path, d2.start))
-                    second.append(d2)
+    second = _next_hop(source, files, first, names_done, seen, max_second_hop + 4 * explore)
     for rank, d in enumerate(second):
         for start, end, body in _parts(source, d, 1):
             out.append(
                 _evidence(d, start, end, body, score=1.2 - rank * 0.01, why="called by code the test calls")
             )
+    ctors: list[_Def] = []
+    for d in [*first, *second]:  # the methods' classes: their constructors set the state read
+        c = _class_constructor(source, d)
+        if c is not None and (c.path, c.start) not in seen:
+            seen.add((c.path, c.start))
+            ctors.append(c)
+    for rank, d in enumerate(ctors[:MAX_CONSTRUCTORS]):
+        for start, end, body in _parts(source, d, 1):
+            why = "constructor of the class of a called method"
+            out.append(_evidence(d, start, end, body, score=1.25 - rank * 0.01, why=why))
+    deeper = second
+    for hop in range(3, 3 + min(explore, MAX_HOPS - 2)):  # later rounds: one hop more each
+        deeper = _next_hop(source, files, deeper, names_done, seen, 4 * explore)
+        for rank, d in enumerate(deeper):
+            for start, end, body in _parts(source, d, 1):
+                why = f"{hop - 1} calls below the test (later round)"
+                out.append(_evidence(d, start, end, body, score=1.0 - hop / 10 - rank * 0.01, why=why))
     return out
 
 

@@ -23,12 +23,13 @@ from typing import TYPE_CHECKING
 from jobs.repair.budget import Budget
 from jobs.repair.diffing import DEFAULT_MODE, patch_key
 from jobs.repair.edits import AppliedEdits, EditError, FileChange
-from jobs.repair.llm import LLMError, LLMRequest, LLMResponse
+from jobs.repair.llm import LLMError, LLMRequest, LLMResponse, ToolSpec
 from jobs.repair.model import Edit, Failure, Proposal
 from jobs.repair.ports import ProposalRequest
 
 if TYPE_CHECKING:
     from indexing.model import Query, SearchHit
+    from jobs.repair.tools import ToolResult
 
 from jobs.repair.workbench import TestOutcome
 
@@ -424,10 +425,46 @@ class ScriptedLLM:
         return item(request)
 
 
+class FakeToolBox:
+    """In-process :class:`~jobs.repair.tools.ToolBox`: answers each tool from ``answers`` (a
+    :class:`~jobs.repair.tools.ToolResult` or a callable ``args -> ToolResult``), records every call;
+    an unknown tool gets an error result, as the real box gives."""
+
+    def __init__(
+        self,
+        answers: Mapping[str, ToolResult | Callable[[object], ToolResult]],
+        *,
+        specs: tuple[ToolSpec, ...] | None = None,
+    ) -> None:
+        from jobs.repair.tools import OPEN, RUN_TESTS, SEARCH, SYMBOL
+
+        self.answers = dict(answers)
+        everything = {s.name: s for s in (OPEN, SEARCH, SYMBOL, RUN_TESTS)}
+        self._specs = (
+            specs if specs is not None else tuple(everything[n] for n in self.answers if n in everything)
+        )
+        self.calls: list[tuple[str, object]] = []
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """The tools answered."""
+        return self._specs
+
+    def call(self, name: str, args: object) -> ToolResult:
+        """The scripted answer."""
+        from jobs.repair.tools import ToolResult
+
+        self.calls.append((name, args))
+        answer = self.answers.get(name)
+        if answer is None:
+            return ToolResult(f"unknown tool {name!r}", is_error=True)
+        return answer if isinstance(answer, ToolResult) else answer(args)
+
+
 __all__ = [
     "FakeClock",
     "FakeInterrupt",
     "FakeRetriever",
+    "FakeToolBox",
     "FakeWorkbench",
     "InMemorySource",
     "Judge",

@@ -13,6 +13,9 @@ Query formulation follows ARKS (seed 003): besides the task *question*, the retr
 round t+1 is built from round t's *execution feedback*, the *generated code* (the candidate's
 added lines) and the *explained code* (a plain-language account of the candidate), each with the
 ``file:line`` hints of the failure. With a plan, subgoals are the sub-queries (seed 000, Eq. 11).
+From the second round of a tier on (active query refinement, issue #15) the observed failures are
+one more query (:func:`failure_query`), retrieval leaves out what earlier rounds showed so that new
+code surfaces, and what was shown comes back below everything new (:func:`carried_evidence`).
 """
 
 from __future__ import annotations
@@ -22,11 +25,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from jobs.repair.callees import function_window
+from jobs.repair.callees import enclosing_def, function_window
 from jobs.repair.diffing import parse_patch
 from jobs.repair.model import Evidence, Failure, Feedback
 from jobs.repair.ports import SourceView
-from jobs.repair.prompts import render_feedback
+from jobs.repair.prompts import MAX_EVIDENCE_ITEM_CHARS, render_feedback
 from jobs.repair.workbench import TestOutcome
 
 MAX_MESSAGE_CHARS = 600
@@ -37,7 +40,10 @@ MAX_LISTED = 10
 QUERY_CHARS = 1_000
 REDUNDANCY_THRESHOLD = 0.85
 
-Formulation = Literal["question", "subgoal", "feedback", "code", "explained"]
+Formulation = Literal["question", "subgoal", "feedback", "code", "explained", "failure"]
+CARRIED_SCORE = 0.5
+"""Highest score of evidence carried over from an earlier round (below new items: an item already
+shown without a fix is worth less than one not yet shown)."""
 
 
 # --- Encode(f_t) ---------------------------------------------------------------------------------
@@ -185,13 +191,19 @@ def _evidence_rank(item: Evidence) -> tuple[float, str, int, str]:
     return (-item.score, item.path, item.start_line, item.id)
 
 
+def _cost(item: Evidence) -> int:
+    return min(len(item.text), MAX_EVIDENCE_ITEM_CHARS)
+
+
 def fit_evidence(
     evidence: Sequence[Evidence], *, budget_chars: int, pinned: Iterable[str] = ()
 ) -> tuple[tuple[Evidence, ...], tuple[str, ...]]:
     """Drop the lowest-score evidence first until the texts fit ``budget_chars``; ``pinned`` ids
-    are kept regardless. Returns (kept, in input order; dropped ids, lowest score first)."""
+    are kept regardless. Returns (kept, in input order; dropped ids, lowest score first). An item
+    costs what the prompt shows of it: at most ``MAX_EVIDENCE_ITEM_CHARS`` (longer ones are
+    condensed when rendered), so one long chunk does not push out several short ones."""
     pins = set(pinned)
-    total = sum(len(e.text) for e in evidence)
+    total = sum(_cost(e) for e in evidence)
     dropped: list[str] = []
     for item in sorted(evidence, key=_evidence_rank, reverse=True):
         if total <= budget_chars:
@@ -199,7 +211,7 @@ def fit_evidence(
         if item.id in pins:
             continue
         dropped.append(item.id)
-        total -= len(item.text)
+        total -= _cost(item)
     gone = set(dropped)
     return tuple(e for e in evidence if e.id not in gone), tuple(dropped)
 
@@ -219,28 +231,62 @@ def similarity(a: str, b: str) -> float:
     return len(ta & tb) / len(ta | tb)
 
 
+def _covers(container: Evidence, item: Evidence) -> bool:
+    """Whether ``container`` shows everything ``item`` would: same file, a range around it, a text
+    the prompt shows whole that contains the item's text."""
+    return (
+        container.path == item.path
+        and container.start_line <= item.start_line
+        and item.end_line <= container.end_line
+        and len(container.text) <= MAX_EVIDENCE_ITEM_CHARS
+        and item.text.strip() in container.text
+    )
+
+
 def filter_redundancy(
     items: Sequence[Evidence], *, threshold: float = REDUNDANCY_THRESHOLD
 ) -> list[Evidence]:
     """FilterRedundancy (seed 000, Eq. 7) over a union of result lists, in their given order.
 
-    Drops an item whose line range lies inside an earlier kept item of the same file, or whose
-    text is more similar than ``threshold`` to an earlier kept item (identifier-set similarity;
-    the per-query embedding filter already ran inside the retriever).
+    Drops an item whose line range lies inside an earlier kept item of the same file that shows
+    its text (a container longer than the prompt shows of an item — a class chunk of 600 lines —
+    or one whose text leaves the lines out does not hide it), or whose text is more similar than
+    ``threshold`` to an earlier kept item (identifier-set similarity; the per-query embedding
+    filter already ran inside the retriever).
     """
     kept: list[Evidence] = []
     for item in items:
         if any(k.id == item.id for k in kept):
             continue
-        if any(
-            k.path == item.path and k.start_line <= item.start_line and item.end_line <= k.end_line
-            for k in kept
-        ):
+        if any(_covers(k, item) for k in kept):
             continue
         if any(similarity(k.text, item.text) > threshold for k in kept):
             continue
         kept.append(item)
     return kept
+
+
+def carried_evidence(shown: Iterable[Evidence], current: Sequence[Evidence]) -> list[Evidence]:
+    """Evidence shown in earlier rounds and not in ``current``, to keep showing it: scored at most
+    :data:`CARRIED_SCORE` (so it is the first to go under budget pressure, before anything new),
+    its order kept; items inside a current item's range are left out."""
+    ids = {e.id for e in current}
+    out: list[Evidence] = []
+    for e in shown:
+        if e.id in ids or any(
+            c.path == e.path and c.start_line <= e.start_line and e.end_line <= c.end_line for c in current
+        ):
+            continue
+        out.append(replace(e, score=round(min(e.score, 1.0) * CARRIED_SCORE, 6), why=_carried_why(e.why)))
+    return out
+
+
+def _carried_why(why: str) -> str:
+    return (
+        why
+        if why.startswith("shown in an earlier round")
+        else f"shown in an earlier round; {why}".rstrip("; ")
+    )
 
 
 # --- query formulation (ARKS) --------------------------------------------------------------------
@@ -271,6 +317,12 @@ def feedback_query(feedback: Feedback) -> str:
     return _clip(" ; ".join(parts))
 
 
+def failure_query(failures: Sequence[Failure]) -> str:
+    """The observed failures as one query (test names, types, first message lines, the functions
+    on the stacks): used from the second round of a tier, when the plan's queries found no fix."""
+    return feedback_query(Feedback(round=0, summary="", failures=tuple(failures)))
+
+
 def code_query(diff: str) -> str:
     """Generated-code formulation: the lines the candidate added (or changed), without markers."""
     lines: list[str] = []
@@ -290,11 +342,13 @@ def formulate_queries(
     feedback: Feedback | None = None,
     candidate_diff: str = "",
     explanation: str = "",
+    failure: str = "",
 ) -> list[QuerySpec]:
     """The queries of one round, deduplicated, in a fixed order.
 
     Without a plan: the question, then (after a round) feedback, code and explained code. With a
-    plan: the subgoals, then the same feedback-driven formulations.
+    plan: the subgoals, then the same feedback-driven formulations. ``failure``
+    (:func:`failure_query`, later rounds): the observed failures themselves, last.
     """
     specs: list[QuerySpec] = []
     if plan:
@@ -307,6 +361,8 @@ def formulate_queries(
         specs.append(QuerySpec("code", code_query(candidate_diff)))
     if explanation:
         specs.append(QuerySpec("explained", _clip(explanation)))
+    if failure:
+        specs.append(QuerySpec("failure", _clip(failure)))
     out: list[QuerySpec] = []
     seen: set[str] = set()
     for spec in specs:
@@ -321,15 +377,31 @@ def failure_hints(
 ) -> tuple[tuple[str, int], ...]:
     """``(path, line)`` hints, most specific first: innermost frames, then failure sites, then ``extra``.
 
-    Frames in code come before frames in tests (a test helper is rarely what must change)."""
+    Frames in code come before frames in tests (a test helper is rarely what must change), and
+    among test frames each failure's test function (its outermost test frame: the line that
+    called the code under test) comes before the helpers it called (``test/common.py``)."""
     out: list[tuple[str, int]] = []
     tests: list[tuple[str, int]] = []
+    helpers: list[tuple[str, int]] = []
     for f in failures:
+        in_tests = [fr for fr in f.frames if _looks_like_test(fr.path)]
+        outer = next(
+            (fr for fr in in_tests if _is_test_function(fr.function)), in_tests[0] if in_tests else None
+        )
         for fr in reversed(f.frames):
-            (tests if _looks_like_test(fr.path) else out).append((fr.path, fr.line))
+            if not _looks_like_test(fr.path):
+                out.append((fr.path, fr.line))
+            elif fr is outer:
+                tests.append((fr.path, fr.line))
+            else:
+                helpers.append((fr.path, fr.line))
         if f.path:
-            (tests if _looks_like_test(f.path) else out).append((f.path, f.line))
+            if not _looks_like_test(f.path):
+                out.append((f.path, f.line))
+            else:
+                (helpers if outer is not None else tests).append((f.path, f.line))
     out.extend(tests)
+    out.extend(helpers)
     out.extend(extra)
     return tuple(dict.fromkeys(h for h in out if h[0]))[:limit]
 
@@ -379,6 +451,11 @@ def frame_context(
             if start > end:
                 continue
             body = "\n".join(lines[start - 1 : end])
+            # A test helper's lines (an assertion helper, a fixture module) are shown, but after
+            # the code the test calls: they say how it failed, not where the bug is.
+            helper = _looks_like_test(path) and not any(
+                _in_test_function(lines, n) for p, n in hints if p == path and start <= n <= end
+            )
             out.append(
                 Evidence(
                     id=f"frame:{path}:{start}-{end}",
@@ -387,8 +464,8 @@ def frame_context(
                     start_line=start,
                     end_line=end,
                     text=body,
-                    score=round(2.0 - rank * 0.01, 4),
-                    why="code at the failure",
+                    score=round((1.0 if helper else 2.0) - rank * 0.01, 4),
+                    why="test helper at the failure" if helper else "code at the failure",
                 )
             )
             if len(out) >= max_items:
@@ -399,6 +476,17 @@ def frame_context(
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|__tests__|spec)/|(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.(test|spec)\.\w+)$"
 )
+_TEST_DEF = re.compile(r"\s*(?:async\s+)?(?:def|function)\s+test|\s*(?:it|test|describe)\s*\(")
+
+
+def _is_test_function(name: str) -> bool:
+    return name.rsplit(".", 1)[-1].lower().startswith("test")
+
+
+def _in_test_function(lines: Sequence[str], line: int) -> bool:
+    """Whether ``line`` of a test file lies in a test function (not a helper or module code)."""
+    start = enclosing_def(lines, line)
+    return bool(start) and bool(_TEST_DEF.match(lines[start - 1]))
 
 
 def _looks_like_test(path: str) -> bool:
@@ -428,9 +516,11 @@ __all__ = [
     "REDUNDANCY_THRESHOLD",
     "Formulation",
     "QuerySpec",
+    "carried_evidence",
     "code_query",
     "encode",
     "failure_hints",
+    "failure_query",
     "feedback_query",
     "filter_redundancy",
     "fit_evidence",

@@ -28,14 +28,84 @@ Role = Literal["user", "assistant"]
 LLMErrorKind = Literal["auth", "rate_limit", "overloaded", "server", "bad_request", "timeout", "connection"]
 
 CACHE_CONTROL: Mapping[str, str] = {"type": "ephemeral"}
+ANY_TOOL = "*"
+"""``LLMRequest.tool_choice`` value for ``{"type": "any"}``: some tool must be called, the model picks."""
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    """A ``text`` content block."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUseBlock:
+    """A ``tool_use`` content block of an assistant turn (echoed back after the model asked)."""
+
+    id: str
+    name: str
+    input: object
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultBlock:
+    """A ``tool_result`` content block of a user turn: the answer to the ``tool_use`` ``tool_use_id``."""
+
+    tool_use_id: str
+    content: str
+    is_error: bool = False
+
+
+Block = TextBlock | ToolUseBlock | ToolResultBlock
 
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """One conversation turn (plain text)."""
+    """One conversation turn: plain text, or content blocks (tool use and tool results).
+
+    A plain-text turn is sent as a string, exactly as before blocks existed, so fingerprints of
+    recorded plain-text requests do not change.
+    """
 
     role: Role
-    content: str
+    content: str | tuple[Block, ...]
+
+    @property
+    def chars(self) -> int:
+        """Characters of the turn's text, tool inputs and tool results."""
+        if isinstance(self.content, str):
+            return len(self.content)
+        return sum(_block_chars(b) for b in self.content)
+
+    def to_wire(self) -> dict[str, object]:
+        """The Messages API form of this turn."""
+        if isinstance(self.content, str):
+            return {"role": self.role, "content": self.content}
+        return {"role": self.role, "content": [_block_wire(b) for b in self.content]}
+
+
+def _block_chars(block: Block) -> int:
+    if isinstance(block, TextBlock):
+        return len(block.text)
+    if isinstance(block, ToolUseBlock):
+        return len(block.name) + len(_canonical(block.input))
+    return len(block.content)
+
+
+def _block_wire(block: Block) -> dict[str, object]:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ToolUseBlock):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    out: dict[str, object] = {
+        "type": "tool_result",
+        "tool_use_id": block.tool_use_id,
+        "content": block.content,
+    }
+    if block.is_error:
+        out["is_error"] = True
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +128,8 @@ class LLMRequest:
     """Stable repository/task context; sent as a second system block and cached with ``system``."""
     tools: tuple[ToolSpec, ...] = ()
     tool_choice: str = ""
-    """Name of the tool the model must call (forced tool use); empty: the model chooses."""
+    """Name of the tool the model must call (forced tool use); :data:`ANY_TOOL`: the model must call
+    one of the tools, its choice; empty: the model chooses whether to call one."""
     max_tokens: int = 4096
     cache: bool = True
     """Mark the stable prefix with ``cache_control``."""
@@ -69,7 +140,7 @@ class LLMRequest:
     def chars(self) -> int:
         """Characters of everything sent (for the chars/4 token estimate)."""
         tools = sum(len(t.name) + len(t.description) + len(_canonical(t.input_schema)) for t in self.tools)
-        return len(self.system) + len(self.context) + sum(len(m.content) for m in self.messages) + tools
+        return len(self.system) + len(self.context) + sum(m.chars for m in self.messages) + tools
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +171,12 @@ class LLMResponse:
     def tool_call(self, name: str) -> ToolCall | None:
         """The first call of tool ``name``, if any."""
         return next((c for c in self.tool_calls if c.name == name), None)
+
+    def as_message(self) -> Message:
+        """This response as the assistant turn to send back in a continued conversation."""
+        blocks: list[Block] = [TextBlock(self.text)] if self.text else []
+        blocks += [ToolUseBlock(c.id, c.name, c.input) for c in self.tool_calls]
+        return Message("assistant", tuple(blocks) if blocks else "(no answer)")
 
 
 class LLMError(Exception):
@@ -167,14 +244,16 @@ def wire_params(model: str, request: LLMRequest) -> dict[str, Any]:
         "model": model,
         "max_tokens": request.max_tokens,
         "system": system,
-        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        "messages": [m.to_wire() for m in request.messages],
     }
     if request.tools:
         params["tools"] = [
             {"name": t.name, "description": t.description, "input_schema": dict(t.input_schema)}
             for t in request.tools
         ]
-    if request.tool_choice:
+    if request.tool_choice == ANY_TOOL:
+        params["tool_choice"] = {"type": "any", "disable_parallel_tool_use": False}
+    elif request.tool_choice:
         params["tool_choice"] = {
             "type": "tool",
             "name": request.tool_choice,
@@ -256,6 +335,7 @@ def scripted_response(
     *,
     text: str = "",
     tool: tuple[str, object] | None = None,
+    tools: tuple[tuple[str, object], ...] = (),
     stop_reason: str | None = None,
     model: str = "scripted-model",
     input_tokens: int = 100,
@@ -271,13 +351,15 @@ def scripted_response(
         content.append({"type": "text", "text": text})
     if tool is not None:
         content.append({"type": "tool_use", "id": "toolu_scripted", "name": tool[0], "input": tool[1]})
+    for i, (name, args) in enumerate(tools):
+        content.append({"type": "tool_use", "id": f"toolu_scripted_{i}", "name": name, "input": args})
     body: dict[str, object] = {
         "id": "msg_scripted",
         "type": "message",
         "role": "assistant",
         "model": model,
         "content": content,
-        "stop_reason": stop_reason or ("tool_use" if tool is not None else "end_turn"),
+        "stop_reason": stop_reason or ("tool_use" if tool is not None or tools else "end_turn"),
         "stop_sequence": None,
         "usage": {
             "input_tokens": input_tokens,
@@ -290,15 +372,20 @@ def scripted_response(
 
 
 __all__ = [
+    "ANY_TOOL",
     "LLM",
     "Attempt",
+    "Block",
     "LLMError",
     "LLMErrorKind",
     "LLMRequest",
     "LLMResponse",
     "Message",
+    "TextBlock",
     "ToolCall",
+    "ToolResultBlock",
     "ToolSpec",
+    "ToolUseBlock",
     "estimate_tokens",
     "parse_message",
     "request_fingerprint",

@@ -48,9 +48,12 @@ from jobs.repair import roles
 from jobs.repair.budget import Budget
 from jobs.repair.callees import callee_context
 from jobs.repair.candidates import Candidates
+from jobs.repair.change_context import ChangePrior
 from jobs.repair.feedback import (
     QuerySpec,
+    carried_evidence,
     failure_hints,
+    failure_query,
     filter_redundancy,
     fit_evidence,
     fit_history,
@@ -68,6 +71,7 @@ from jobs.repair.ports import Clock, Interrupt, ProposalRequest, Proposer
 from jobs.repair.pricing import PriceTable
 from jobs.repair.prompts import pack_context
 from jobs.repair.proposers.replay import ReplayDivergence
+from jobs.repair.proposers.tooluse import RoleTools
 from jobs.repair.reproduce import Reproduction
 from jobs.repair.result import RepairResult, Verdict
 from jobs.repair.spec import RepairSpec
@@ -75,6 +79,13 @@ from jobs.repair.state import RunState, Scored
 from jobs.repair.task import RepairTask
 from jobs.repair.testruns import TestRuns
 from jobs.repair.tiers import TierConfig, TierRequest, resolve_tiers
+from jobs.repair.tools_session import (
+    RecordedTools,
+    explored_evidence,
+    merge_explored,
+    round_tools,
+    tool_evidence,
+)
 from jobs.repair.trace import ReplayMismatch, RoundRecord, Trace, evidence_to_json, hit_to_json
 from jobs.repair.verdicts import finish
 from jobs.repair.verify import Verifier
@@ -116,6 +127,7 @@ class RepairLoop:
         config: LoopConfig | None = None,
         interrupt: Interrupt | None = None,
         price_table: PriceTable | None = None,
+        tool_replay: RecordedTools | None = None,
     ) -> None:
         self.retriever = retriever
         self.proposer = proposer
@@ -126,6 +138,10 @@ class RepairLoop:
         self.interrupt = interrupt
         self.price_table = price_table
         """Prices the budget meter uses for role calls (None: the packaged ``pricing.json``)."""
+        self.tool_replay = tool_replay
+        """Recorded tool results served instead of running the tools (``arcs replay``)."""
+        self._prior: ChangePrior | None = None
+        """The run's retrieval prior from ``task.changes`` (None: no change known, no retriever)."""
 
     # -- entry point -----------------------------------------------------------------------------
 
@@ -158,6 +174,11 @@ class RepairLoop:
             budget, self.clock, price_table=self.price_table, reserve_s=self.config.min_wall_s
         )
         st = RunState(task=task, trace=trace, meter=meter)
+        self._prior = (
+            ChangePrior.of(task.changes, self.workbench.source())
+            if task.changes is not None and self.retriever is not None
+            else None
+        )
         commands = getattr(self.workbench, "commands", None)
         if isinstance(commands, Mapping):
             trace.commands = dict(commands)
@@ -249,9 +270,26 @@ class RepairLoop:
         # What the failing tests call (the code to change when the stack holds only the test): a
         # lookup in the repository, so only for tiers that retrieve (k > 0).
         failing = [*(latest.failures if latest else ()), *task.failures]
-        called = callee_context(source, failing) if cfg.llm and cfg.k > 0 else []
+        # Rounds of this tier already spent without a fix: later rounds explore further (#15).
+        explore = sum(1 for r in st.trace.rounds[:-1] if r.tier == cfg.name) if cfg.llm else 0
+        called = callee_context(source, failing, explore=explore) if cfg.llm and cfg.k > 0 else []
 
-        # plan
+        # the round's tools (None when the tier allows none): the planner's calls come first and
+        # count in the same limit as the proposer's (issue #15)
+        tools = round_tools(
+            calls=cfg.tool_calls if self.config.tools else 0,
+            source=source,
+            retriever=self.retriever,
+            workbench=self.workbench,
+            runs=self._cands.runs,
+            st=st,
+            max_chars=self.config.tool_result_chars,
+            replay=self.tool_replay,
+            context_chars=self.config.prompt_chars,
+        )
+
+        # plan (the planner converses on the unguarded model; its turns are charged to the guard's meter)
+        planner_tools = RoleTools(tools, guard.inner, guard.meter) if tools and guard else None
         t = self.clock.monotonic()
         plan = make_plan(
             task,
@@ -261,6 +299,7 @@ class RepairLoop:
             evidence=pinned,
             feedback=st.search.history,
             previous=previous,
+            tools=planner_tools,
         )
         record.plan = plan.to_json()
         if plan.source == "llm" and previous is None:
@@ -279,16 +318,24 @@ class RepairLoop:
                 feedback=latest,
                 candidate_diff=st.search.last_diff,
                 explanation=st.search.last_explanation,
+                failure=failure_query(task.failures) if explore else "",
             )
-            retrieved, record.retrieval = self._search(st, specs, k=cfg.k, hints=hints)
+            shown = frozenset(st.search.shown) if explore else frozenset()
+            retrieved, record.retrieval = self._search(st, specs, k=cfg.k, hints=hints, exclude=shown)
         soup = st.search.soup[-self.config.soup_size :] if cfg.k > 0 else []
         union = filter_redundancy([*pinned, *retrieved, *called, *soup])
+        # the code earlier rounds' tool calls showed, then what earlier rounds were shown (#15)
+        found = tool_evidence(st.search.explored, union, budget_chars=self.config.evidence_chars // 2)
+        union += found if cfg.llm else []
+        union += carried_evidence(st.search.shown.values(), union) if cfg.llm else []
         evidence, dropped = fit_evidence(
             union, budget_chars=self.config.evidence_chars, pinned=[e.id for e in pinned]
         )
         if dropped:
             record.retrieval.setdefault("dropped", list(dropped))
         record.evidence = [evidence_to_json(e) for e in evidence]
+        finds = {e.id for e in found}
+        record.tool_evidence = [evidence_to_json(e) for e in evidence if e.id in finds]
         record.timings["retrieve_s"] = self.clock.monotonic() - t
 
         # compose
@@ -303,21 +350,34 @@ class RepairLoop:
             feedback=history,
             n=cfg.candidates,
             tried=frozenset(st.search.tried),
+            tools=tools,
         )
         t = self.clock.monotonic()
-        record.prompt = pack_context(
+        packed = pack_context(
             task,
             evidence=evidence,
             plan=plan.subgoals,
             feedback=history,
             budget_chars=self.config.prompt_chars,
-        ).text
+        )
+        record.prompt = packed.text
+        if cfg.llm:
+            kept = set(packed.evidence_ids)
+            st.search.shown.update(
+                (e.id, e)
+                for e in evidence
+                if e.id in kept and e.id not in st.search.shown and e.id not in finds
+            )
         record.timings["compose_s"] = self.clock.monotonic() - t
 
         # propose
         t = self.clock.monotonic()
         proposals = self._propose(st, record, request, cfg)
         record.timings["propose_s"] = self.clock.monotonic() - t
+        if request.tools is not None:
+            record.tool_calls = list(request.tools.log)
+            new_finds = explored_evidence(record.tool_calls, round_index=record.index + 1)
+            st.search.explored = merge_explored(st.search.explored, new_finds)
 
         # execute every candidate (or up to the first submittable one for tier 0), target runs of
         # up to `parallel` candidates at a time
@@ -483,24 +543,36 @@ class RepairLoop:
         return found
 
     def _search(
-        self, st: RunState, specs: Sequence[QuerySpec], *, k: int, hints: Sequence[tuple[str, int]]
+        self,
+        st: RunState,
+        specs: Sequence[QuerySpec],
+        *,
+        k: int,
+        hints: Sequence[tuple[str, int]],
+        exclude: frozenset[str] = frozenset(),
     ) -> tuple[list[Evidence], dict[str, Any]]:
-        """Ret_kj per query, union, redundancy filter, cut to k (ties broken by id)."""
+        """Ret_kj per query, union, redundancy filter, cut to k (ties broken by id). With a change
+        since green, the first query also hints the changed files and the change prior is added to
+        the scores (:class:`~jobs.repair.change_context.ChangePrior`). ``exclude``: ids shown in
+        earlier rounds, left out (each query then asks for twice as many) so that a later round
+        retrieves code not shown yet (#15)."""
         from indexing.model import Location, Query
 
         assert self.retriever is not None
         record: dict[str, Any] = {"queries": []}
         if not specs:
             return [], record
-        per_query = max(2, math.ceil(k / len(specs)))
+        per_query = max(2, math.ceil(k / len(specs))) * (2 if exclude else 1)
         found: dict[str, Evidence] = {}
-        for spec in specs:
-            query = Query(text=spec.text, k=per_query, hints=tuple(Location(p, n) for p, n in hints))
+        prior = self._prior
+        for i, spec in enumerate(specs):
+            spec_hints = (*hints, *prior.file_hints(hints)) if prior is not None and i == 0 else hints
+            query = Query(text=spec.text, k=per_query, hints=tuple(Location(p, n) for p, n in spec_hints))
             entry: dict[str, Any] = {
                 "formulation": spec.formulation,
                 "text": spec.text,
                 "k": per_query,
-                "hints": [[p, n] for p, n in hints],
+                "hints": [[p, n] for p, n in spec_hints],
             }
             try:
                 hits = self.retriever.search(query)
@@ -513,6 +585,9 @@ class RepairLoop:
             record["queries"].append(entry)
             for hit in hits:
                 item = _evidence_of(hit, spec)
+                if item.id in exclude:
+                    continue
+                item = prior.apply(item) if prior is not None else item
                 if item.id not in found or found[item.id].score < item.score:
                     found[item.id] = item
         ranked = sorted(found.values(), key=lambda e: (-e.score, e.path, e.start_line, e.id))

@@ -61,6 +61,11 @@ class LoopConfig:
     parallel: int = 1
     """Target runs of up to this many candidates of a round execute concurrently. Batches are
     fixed before they run, so the trace does not depend on timing."""
+    tools: bool = True
+    """Offer the active-retrieval tools to the model in tiers whose ``tool_calls`` > 0
+    (:mod:`jobs.repair.tools`). Traces recorded before tools existed replay with tools off."""
+    tool_result_chars: int = 8_000
+    """Characters of one tool result sent back to the model (longer ones are clipped)."""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready mapping."""
@@ -88,6 +93,8 @@ class LoopConfig:
             "max_frame_context": self.max_frame_context,
             "soup_size": self.soup_size,
             "parallel": self.parallel,
+            "tools": self.tools,
+            "tool_result_chars": self.tool_result_chars,
         }
 
     @classmethod
@@ -122,6 +129,9 @@ class LoopConfig:
             max_frame_context=int(data.get("max_frame_context", default.max_frame_context)),
             soup_size=int(data.get("soup_size", default.soup_size)),
             parallel=int(data.get("parallel", default.parallel)),
+            # Traces recorded before tools existed never offered any.
+            tools=bool(data.get("tools", False)),
+            tool_result_chars=int(data.get("tool_result_chars", default.tool_result_chars)),
         )
 
 

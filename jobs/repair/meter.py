@@ -49,18 +49,25 @@ def affordable_output(
     usd_left: float,
     minimum: int,
     price_table: PriceTable | None = None,
+    then_chars: int = 0,
 ) -> Affordable:
     """Output tokens affordable for ``request`` within ``tokens_left``/``usd_left``.
 
     The input is priced as a cache write (the dearer case). ``max_tokens`` is at most the
     request's own; fewer than ``minimum`` (capped at the request's ``max_tokens``) affordable
-    gives ``short``, tokens checked first.
+    gives ``short``, tokens checked first. ``then_chars`` > 0 keeps back what one more call of
+    that many input characters and ``minimum`` output tokens would cost (a tool turn must leave
+    room for the ``propose_patch`` call that follows it).
     """
     estimate = input_tokens(request.chars)
-    by_tokens = tokens_left - estimate
     price = price_for(model, price_table)
-    input_usd = estimate * max(price.input, price.cache_write) / 1_000_000
     per_output = price.output / 1_000_000
+    if then_chars > 0:
+        later = input_tokens(then_chars)
+        tokens_left -= later + minimum
+        usd_left -= later * max(price.input, price.cache_write) / 1_000_000 + minimum * per_output
+    by_tokens = tokens_left - estimate
+    input_usd = estimate * max(price.input, price.cache_write) / 1_000_000
     by_usd = int((usd_left - input_usd) / per_output) if per_output > 0 else by_tokens
     floor = min(minimum, request.max_tokens)
     if by_tokens < floor:
@@ -181,7 +188,9 @@ class BudgetMeter:
 
     # -- model calls -------------------------------------------------------------------------------
 
-    def affordable_output(self, request: LLMRequest, model: str, *, minimum: int) -> Affordable:
+    def affordable_output(
+        self, request: LLMRequest, model: str, *, minimum: int, then_chars: int = 0
+    ) -> Affordable:
         """:func:`affordable_output` within what is left of this meter's budget."""
         remaining = self.remaining()
         return affordable_output(
@@ -191,6 +200,7 @@ class BudgetMeter:
             usd_left=remaining.usd,
             minimum=minimum,
             price_table=self.price_table,
+            then_chars=then_chars,
         )
 
 

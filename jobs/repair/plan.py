@@ -12,12 +12,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from jobs.repair import roles
 from jobs.repair.llm import LLM, LLMError
 from jobs.repair.model import Evidence, Failure, Feedback, Usage
 from jobs.repair.task import RepairTask
+
+if TYPE_CHECKING:
+    from jobs.repair.proposers.tooluse import RoleTools
 
 PlanSource = Literal["off", "gated", "llm", "structural"]
 
@@ -119,6 +122,7 @@ def make_plan(
     evidence: Sequence[Evidence] = (),
     feedback: Sequence[Feedback] = (),
     previous: PlanOutcome | None = None,
+    tools: RoleTools | None = None,
 ) -> PlanOutcome:
     """Plan for one round.
 
@@ -126,6 +130,7 @@ def make_plan(
     tier run (``previous`` carries it to later rounds); later rounds refresh it with the newest
     structural subgoal from the feedback, so retrieval follows the failures (seed 000, Eq. 16).
     A failed LLM call (:class:`LLMError`) falls back to the structural planner, with the error kept.
+    ``tools``: the round's tools the LLM planner may call first (:func:`jobs.repair.roles.plan`).
     """
     if not enabled or max_subgoals <= 0:
         return PlanOutcome(source="off")
@@ -137,7 +142,7 @@ def make_plan(
         return PlanOutcome(merged, "llm", previous.contract, previous.sketch)
     if llm is not None and previous is None:
         try:
-            result = roles.plan(llm, task, evidence)
+            result = roles.plan(llm, task, evidence, tools=tools)
         except LLMError as exc:
             return PlanOutcome(
                 structural_plan(task, feedback, max_subgoals=max_subgoals), "structural", error=str(exc)

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from jobs.repair.budget import Budget
 from jobs.repair.model import Evidence, Feedback, Proposal
 from jobs.repair.task import RepairTask
+
+if TYPE_CHECKING:
+    from jobs.repair.tools_session import ToolSession
 
 
 @runtime_checkable
@@ -50,6 +53,9 @@ class ProposalRequest:
     """How many candidates the controller would like (diversified prompting)."""
     tried: frozenset[str] = frozenset()
     """Normalized-patch keys already executed; proposers should not repeat them."""
+    tools: ToolSession | None = None
+    """The round's active-retrieval tools (``open``, ``search``, ``symbol``, ``run_tests``) with
+    their call limit and budget; None when the tier allows none (:mod:`jobs.repair.tools_session`)."""
 
 
 @runtime_checkable

@@ -22,7 +22,9 @@ import posixpath
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from jobs.repair.change_context import section_budget
 from jobs.repair.llm import LLM, LLMRequest, LLMResponse, Message, ToolSpec
 from jobs.repair.model import Evidence, Feedback, Usage
 from jobs.repair.prompts import (
@@ -31,11 +33,15 @@ from jobs.repair.prompts import (
     code_fence,
     load_prompt,
     render,
+    render_changes,
     render_evidence_block,
     render_feedback,
     render_task,
 )
 from jobs.repair.task import RepairTask
+
+if TYPE_CHECKING:  # the tool modules import this one (normalize_repo_path)
+    from jobs.repair.proposers.tooluse import RoleTools
 
 MAX_CODE_CHARS = 40_000
 PLAN_MAX_SUBGOALS = 4
@@ -404,22 +410,67 @@ def plan(
     *,
     max_tokens: int = 1_500,
     evidence_chars: int = 20_000,
+    tools: RoleTools | None = None,
 ) -> Plan:
-    """ARCS planner: contract, sketch and up to 4 subgoals (used as retrieval sub-queries)."""
-    data, problem, response = _ask(
-        llm,
-        context=_task_context(task, evidence, evidence_chars=max(1, evidence_chars)),
-        prompt=render("planner"),
-        tool=PLAN_TOOL,
-        max_tokens=max_tokens,
-        purpose="plan",
+    """ARCS planner: contract, sketch and up to 4 subgoals (used as retrieval sub-queries).
+
+    With ``task.changes``, the context ends with what changed since the last green run (a
+    :func:`~jobs.repair.change_context.section_budget` share of ``evidence_chars``).
+
+    With ``tools`` whose round has calls left, the planner may ``open``/``search``/``symbol``
+    before ``submit_plan`` (``prompts/planner_tools.md``; the conversation is
+    :meth:`~jobs.repair.proposers.tooluse.RoleTools.converse`, on ``tools.llm``/``tools.meter``,
+    not on ``llm``); ``usage`` is the whole conversation's. A failed first call raises
+    :class:`~jobs.repair.llm.LLMError` as without tools; a conversation cut after paid turns
+    (a failed call, no budget for ``submit_plan``) is a plan with ``error`` and that usage."""
+    context = _task_context(task, evidence, evidence_chars=max(1, evidence_chars))
+    changes = render_changes(task, evidence, budget_chars=section_budget(evidence_chars))
+    context = f"{context}\n\n{changes}" if changes else context
+    if tools is None or not tools.available:
+        data, problem, response = _ask(
+            llm,
+            context=context,
+            prompt=render("planner"),
+            tool=PLAN_TOOL,
+            max_tokens=max_tokens,
+            purpose="plan",
+        )
+        return _plan_from(data, problem, response.usage)
+    names = ", ".join(f"`{s.name}`" for s in tools.specs)
+    prompt = (
+        render("planner") + "\n" + render("planner_tools", tools=names, calls=str(tools.session.calls_left))
     )
+    conv = tools.converse(
+        LLMRequest(
+            system=load_prompt("system"),
+            context=context,
+            messages=(Message("user", prompt),),
+            tools=(PLAN_TOOL,),
+            tool_choice=PLAN_TOOL.name,
+            max_tokens=max_tokens,
+            purpose="plan",
+        )
+    )
+    if conv.response is None:
+        if conv.error is not None and not conv.usage.calls:
+            raise conv.error
+        why = (
+            str(conv.error)
+            if conv.error is not None
+            else f"budget: not enough {conv.budget_stop} left for plan"
+        )
+        return Plan((), usage=conv.usage, error=why)
+    data, problem = tool_input(conv.response, PLAN_TOOL.name)
+    return _plan_from(data, problem, conv.usage)
+
+
+def _plan_from(data: Mapping[str, object] | None, problem: str, usage: Usage) -> Plan:
     if data is None:
-        return Plan((), usage=response.usage, error=problem)
+        return Plan((), usage=usage, error=problem)
     subgoals = canonical_subgoals(_str_list(data.get("subgoals")))
     if not subgoals:
-        return Plan((), usage=response.usage, error="plan has no subgoals")
-    return Plan(subgoals, _str_field(data, "contract"), _str_field(data, "sketch"), response.usage)
+        return Plan((), usage=usage, error="plan has no subgoals")
+    return Plan(subgoals, _str_field(data, "contract"), _str_field(data, "sketch"), usage)
 
 
 def check_quality(

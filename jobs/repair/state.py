@@ -140,6 +140,12 @@ class SearchState:
     soup: list[Evidence] = field(default_factory=list)
     last_diff: str = ""
     last_explanation: str = ""
+    shown: dict[str, Evidence] = field(default_factory=dict)
+    """Evidence the proposer was shown in earlier rounds (by id): carried into later rounds at a
+    lower priority, and left out of later retrieval so new queries surface new code (#15)."""
+    explored: list[Evidence] = field(default_factory=list)
+    """The code earlier rounds' ``open``/``symbol`` tool calls showed, merged per file
+    (:func:`jobs.repair.tools_session.explored_evidence`): shown again in later rounds (#15)."""
     pending: dict[str, str] = field(default_factory=dict)
     """Patch key -> candidate id of candidates prepared but not yet executed (this batch)."""
     deferred: list[CandidateRecord] = field(default_factory=list)
@@ -216,7 +222,9 @@ class Acceptance:
     pre_existing: tuple[str, ...] = ()
     """Set with a ``partial`` acceptance: the pre-existing failures the exact command still shows."""
     stop: str = ""
-    """Budget dimension (or ``rounds``, ``candidates``) that ended the search."""
+    """Budget dimension (or ``rounds``, ``candidates``, ``hangs``) that ended the search."""
+    hang_stop: str = ""
+    """With ``stop == "hangs"``: which test the last candidates all hung in (one line)."""
     proposer_dead: str = ""
     interrupted: str = ""
     """The :class:`~jobs.repair.ports.Interrupt`'s reason, once it asked the loop to stop."""

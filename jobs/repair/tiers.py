@@ -1,18 +1,24 @@
 """Controller tiers: strict projections of the full ARCS controller (seed 000, Sec. 3.4), and auto.
 
-=========  =====================  ==========  ============  =====================================
-tier       retrieval k            plan        rounds B      candidates per round
-=========  =====================  ==========  ============  =====================================
-``0``      0                      off         budget        8 (templates; no LLM, zero cost)
-small      0                      off         1             1
-medium     0                      on (gated)  1             1
-large      10 (plan-conditioned)  on, K <= 4  5             2 (diversified prompting)
-=========  =====================  ==========  ============  =====================================
+=========  =====================  ==========  ============  ==================================  ==========
+tier       retrieval k            plan        rounds B      candidates per round                tool calls
+=========  =====================  ==========  ============  ==================================  ==========
+``0``      0                      off         budget        8 (templates; no LLM, zero cost)    0
+small      0                      off         1             1                                   0
+medium     0                      on (gated)  1             1                                   3
+large      10 (plan-conditioned)  on, K <= 4  5             2 (diversified prompting)           4
+=========  =====================  ==========  ============  ==================================  ==========
 
 Small is the subset of controllers with (k=0, s=∅, B=1); medium adds planning; large adds
 retrieval with refresh and multi-round repair (Lemma 1: attainable success is non-decreasing).
 ``auto`` escalates small -> large while budget remains; without an LLM it is tier 0 alone.
 Every tier is further capped by the budget (``B <= Budget.iterations``).
+
+*Tool calls* (issue #15, :mod:`jobs.repair.tools`): how many active-retrieval calls (``open``,
+``search``, ``symbol``, ``run_tests``) the model may make per round, shared by the round's
+candidates, before ``propose_patch`` is forced. Off for tier 0 (no model) and small (one cheap
+call: the point of small is its price); on for medium and large, where a missed line costs a
+whole round. ``LoopConfig.tools`` switches them off everywhere.
 """
 
 from __future__ import annotations
@@ -49,6 +55,8 @@ class TierConfig:
     exhaust_round: bool
     """Execute every candidate of a round before halting (to select among several submittable
     ones); tier 0 halts at the first submittable candidate instead."""
+    tool_calls: int = 0
+    """Active-retrieval tool calls per round (shared by its candidates); 0: no tools offered."""
 
     def rounds_within(self, iterations_left: int) -> int:
         """B for this tier given what the budget still allows."""
@@ -66,10 +74,26 @@ SMALL = TierConfig(
     "small", k=0, plan=False, max_subgoals=0, rounds=1, candidates=1, llm=True, exhaust_round=True
 )
 MEDIUM = TierConfig(
-    "medium", k=0, plan=True, max_subgoals=4, rounds=1, candidates=1, llm=True, exhaust_round=True
+    "medium",
+    k=0,
+    plan=True,
+    max_subgoals=4,
+    rounds=1,
+    candidates=1,
+    llm=True,
+    exhaust_round=True,
+    tool_calls=3,
 )
 LARGE = TierConfig(
-    "large", k=10, plan=True, max_subgoals=4, rounds=5, candidates=2, llm=True, exhaust_round=True
+    "large",
+    k=10,
+    plan=True,
+    max_subgoals=4,
+    rounds=5,
+    candidates=2,
+    llm=True,
+    exhaust_round=True,
+    tool_calls=4,
 )
 TIERS: dict[TierName, TierConfig] = {"0": TIER0, "small": SMALL, "medium": MEDIUM, "large": LARGE}
 AUTO_WITH_LLM: tuple[TierName, ...] = ("small", "large")
@@ -127,6 +151,7 @@ def is_projection(smaller: TierConfig, larger: TierConfig) -> bool:
         and smaller.max_subgoals <= larger.max_subgoals
         and rounds_ok
         and smaller.candidates <= larger.candidates
+        and smaller.tool_calls <= larger.tool_calls
     )
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from jobs.repair.budget import Budget, Spend
+from jobs.repair.changes import ChangeSet
 from jobs.repair.diffing import diff_stats
 from jobs.repair.gates import gate_summary
 from jobs.repair.model import Edit, Evidence, Feedback, GateResult, Usage
@@ -154,6 +155,7 @@ def task_to_json(task: RepairTask) -> dict[str, Any]:
         "about_tests": task.about_tests,
         "hints": [[p, n] for p, n in task.hints],
         "ci_tests": list(task.ci_tests),
+        **({"changes": task.changes.to_json()} if task.changes is not None else {}),
     }
 
 
@@ -170,6 +172,7 @@ def task_from_json(data: Mapping[str, Any]) -> RepairTask:
         about_tests=bool(data.get("about_tests", False)),
         hints=tuple((str(p), int(n)) for p, n in data.get("hints", ())),
         ci_tests=tuple(str(t) for t in data.get("ci_tests", ())),
+        changes=ChangeSet.from_json(data["changes"]) if isinstance(data.get("changes"), Mapping) else None,
     )
 
 
@@ -281,6 +284,15 @@ class RoundRecord:
     """Earlier feedback rounds included in the request (after stable truncation)."""
     candidates: list[CandidateRecord] = field(default_factory=list)
     proposer_errors: list[str] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    """The model's tool calls of this round (:class:`jobs.repair.tools_session.ToolSession` log):
+    ``{role, variant, turn, id, name, input, ok, refused, result, result_chars, executions,
+    turn_tokens, turn_usd}`` (``role``: ``planner`` or ``proposer``, absent before the planner had
+    tools); replayed from here by ``arcs replay``, in this order."""
+    tool_evidence: list[dict[str, Any]] = field(default_factory=list)
+    """The earlier rounds' tool finds carried into this round's evidence (ids, ranges, scores; no
+    text: it is derived from the earlier rounds' ``tool_calls`` results,
+    :func:`jobs.repair.tools_session.explored_evidence`, so a replay carries the same)."""
     feedback: Feedback | None = None
     usage: Usage = field(default_factory=Usage)
     spend_after: Spend = field(default_factory=Spend)
@@ -302,6 +314,8 @@ class RoundRecord:
             "feedback_rounds": self.feedback_rounds,
             "candidates": [c.to_json() for c in self.candidates],
             "proposer_errors": list(self.proposer_errors),
+            **({"tool_calls": _plain(self.tool_calls)} if self.tool_calls else {}),
+            **({"tool_evidence": _plain(self.tool_evidence)} if self.tool_evidence else {}),
             "feedback": None if self.feedback is None else feedback_to_json(self.feedback),
             "usage": usage_to_json(self.usage),
             "spend_after": self.spend_after.as_dict(),
@@ -326,6 +340,8 @@ class RoundRecord:
             feedback_rounds=int(data.get("feedback_rounds", 0)),
             candidates=[CandidateRecord.from_json(c) for c in data.get("candidates", ())],
             proposer_errors=[str(e) for e in data.get("proposer_errors", ())],
+            tool_calls=[dict(c) for c in data.get("tool_calls", ())],
+            tool_evidence=[dict(e) for e in data.get("tool_evidence", ())],
             feedback=None if data.get("feedback") is None else feedback_from_json(data["feedback"]),
             usage=usage_from_json(data.get("usage")),
             spend_after=spend_from_json(data.get("spend_after")),
@@ -804,6 +820,10 @@ def _round_body(r: RoundRecord, *, max_diff_chars: int) -> str:
                 f"{q.get('formulation')}: `{_md_escape(str(q.get('text', ''))[:80])}`" for q in queries
             ),
         ]
+    if r.tool_calls:
+        body += ["", "**Tool calls**: " + "; ".join(_tool_line(c) for c in r.tool_calls)]
+    if r.tool_evidence:
+        body += ["", "**Tool finds carried**: " + ", ".join(f"`{e.get('id', '')}`" for e in r.tool_evidence)]
     for err in r.proposer_errors:
         body.append(f"\nProposer error: {err}")
     for c in r.candidates:
@@ -830,6 +850,18 @@ def _round_body(r: RoundRecord, *, max_diff_chars: int) -> str:
     for ev in r.events:
         body.append(f"\n_{ev}_")
     return "\n".join(body)
+
+
+def _tool_line(call: Mapping[str, Any]) -> str:
+    """``open(ages/rules.py) 512 chars`` / ``run_tests([...]) error`` / ``symbol(x) refused: limit``."""
+    args = call.get("input")
+    shown = ", ".join(str(v) for v in args.values()) if isinstance(args, dict) else str(args)
+    if call.get("refused"):
+        outcome = f"refused: {call['refused']}"
+    else:
+        outcome = f"{call.get('result_chars', 0)} chars" + ("" if call.get("ok", True) else ", error")
+    who = "planner " if call.get("role") == "planner" else ""
+    return f"{who}`{_md_escape(str(call.get('name', '')))}({_md_escape(shown[:60])})` {outcome}"
 
 
 # --- replay comparison ---------------------------------------------------------------------------

@@ -111,6 +111,9 @@ def test_the_oracle_fixes_only_what_it_was_shown() -> None:
     assert [r.answer for r in oracle.log] == ["fix", "wrong", "plan"]
     assert [r.answer for r in oracle.proposals] == ["fix", "wrong"]
     assert oracle.proposals[0].chars == len(request_text(_propose_body(_evidence("m.py", 4, 6, body))))
+    # The wrong edit must not name the fix's file (later rounds query with edit errors).
+    other = oracle(_propose_body(_evidence("other.py", 1, 2, "x = 1\ny = 2")))
+    assert other.tool_uses[0].input["edits"][0]["path"] == "other.py"  # type: ignore[union-attr,index]
 
 
 def test_requests_map_to_the_round_whose_context_they_carry() -> None:

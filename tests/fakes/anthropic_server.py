@@ -165,8 +165,25 @@ class RecordedRequest:
             if isinstance(content, str):
                 out.append(content)
             elif isinstance(content, list):
-                out.extend(str(b.get("text", "")) for b in content if isinstance(b, dict))
+                out.extend(_block_text(b) for b in content if isinstance(b, dict))
         return "\n".join(out)
+
+    @property
+    def tool_results(self) -> list[dict[str, Any]]:
+        """The ``tool_result`` blocks of the last message (what the model is being answered)."""
+        messages = self.body.get("messages", []) if isinstance(self.body, dict) else []
+        content = messages[-1].get("content") if messages else None
+        if not isinstance(content, list):
+            return []
+        return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+    @property
+    def tool_choice(self) -> str:
+        """``any``/``auto``/``none``, or the forced tool's name ('' when absent)."""
+        choice = self.body.get("tool_choice") if isinstance(self.body, dict) else None
+        if not isinstance(choice, dict):
+            return ""
+        return str(choice.get("name") or choice.get("type") or "")
 
     @property
     def prompt_text(self) -> str:
@@ -378,6 +395,18 @@ class FakeAnthropicServer:
             pass  # the client gave up (timeout test); nothing to answer
 
 
+def _block_text(block: Mapping[str, Any]) -> str:
+    """The text of a content block: text, a tool result's content, a tool use's input as JSON."""
+    if block.get("type") == "tool_result":
+        content = block.get("content")
+        if isinstance(content, list):
+            return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+        return str(content or "")
+    if block.get("type") == "tool_use":
+        return json.dumps(block.get("input"), sort_keys=True)
+    return str(block.get("text", ""))
+
+
 def _presented_key(headers: Mapping[str, str]) -> str:
     if headers.get("x-api-key"):
         return headers["x-api-key"]
@@ -490,7 +519,9 @@ def validate_messages_body(body: object) -> list[str]:
                 problems.append(f"{where}.content must not be empty")
         elif isinstance(content, list) and content:
             for j, block in enumerate(content):
-                if isinstance(block, dict) and block.get("type") in ("tool_use", "tool_result"):
+                kind = block.get("type") if isinstance(block, dict) else None
+                if kind in ("tool_use", "tool_result") and isinstance(block, dict):
+                    problems += _check_tool_block(block, message["role"], f"{where}.content[{j}]")
                     breakpoints += _check_cache_control(block.get("cache_control"), f"{where}[{j}]", problems)
                 else:
                     breakpoints += _check_text_block(block, f"{where}.content[{j}]", problems)
@@ -532,6 +563,8 @@ def validate_messages_body(body: object) -> list[str]:
                     problems.append(f"{where}.input_schema is not JSON")
             breakpoints += _check_cache_control(tool.get("cache_control"), where, problems)
 
+    problems += _check_tool_pairing(messages, has_tools=tools is not None)
+
     choice = body.get("tool_choice")
     if choice is not None:
         if not isinstance(choice, dict) or choice.get("type") not in ("auto", "any", "tool", "none"):
@@ -546,6 +579,83 @@ def validate_messages_body(body: object) -> list[str]:
     breakpoints += _check_cache_control(body.get("cache_control"), "request", problems)
     if breakpoints > MAX_CACHE_BREAKPOINTS:
         problems.append(f"{breakpoints} cache_control breakpoints (the API allows {MAX_CACHE_BREAKPOINTS})")
+    return problems
+
+
+def _check_tool_block(block: Mapping[str, Any], role: str, where: str) -> list[str]:
+    """A ``tool_use`` (assistant turns only) or ``tool_result`` (user turns only) block's shape."""
+    problems: list[str] = []
+    if block["type"] == "tool_use":
+        if role != "assistant":
+            problems.append(f"{where}: tool_use blocks belong to assistant turns")
+        if set(block) - {"type", "id", "name", "input", "cache_control"}:
+            problems.append(
+                f"{where} has unknown fields {sorted(set(block) - {'type', 'id', 'name', 'input'})}"
+            )
+        if not isinstance(block.get("id"), str) or not block["id"]:
+            problems.append(f"{where}.id must be a non-empty string")
+        if not isinstance(block.get("name"), str) or not TOOL_NAME_RE.match(block["name"]):
+            problems.append(f"{where}.name {block.get('name')!r} is invalid")
+        if not isinstance(block.get("input"), dict):
+            problems.append(f"{where}.input must be an object")
+        return problems
+    if role != "user":
+        problems.append(f"{where}: tool_result blocks belong to user turns")
+    if set(block) - {"type", "tool_use_id", "content", "is_error", "cache_control"}:
+        problems.append(
+            f"{where} has unknown fields {sorted(set(block) - {'type', 'tool_use_id', 'content', 'is_error'})}"
+        )
+    if not isinstance(block.get("tool_use_id"), str) or not block["tool_use_id"]:
+        problems.append(f"{where}.tool_use_id must be a non-empty string")
+    content = block.get("content")
+    if not (content is None or isinstance(content, str)) and (
+        not isinstance(content, list)
+        or not all(isinstance(b, dict) and b.get("type") == "text" for b in content)
+    ):
+        problems.append(f"{where}.content must be a string or a list of text blocks")
+    if "is_error" in block and not isinstance(block["is_error"], bool):
+        problems.append(f"{where}.is_error must be a boolean")
+    return problems
+
+
+def _check_tool_pairing(messages: Sequence[Any], *, has_tools: bool) -> list[str]:
+    """As the API checks: each assistant ``tool_use`` is answered by a ``tool_result`` at the start of
+    the next user turn, each ``tool_result`` answers a ``tool_use`` of the turn before, and a
+    conversation with tool blocks defines its tools."""
+    problems: list[str] = []
+
+    def blocks(i: int, kind: str) -> list[Mapping[str, Any]]:
+        content = messages[i].get("content") if isinstance(messages[i], dict) else None
+        if not isinstance(content, list):
+            return []
+        return [b for b in content if isinstance(b, dict) and b.get("type") == kind]
+
+    for i in range(len(messages)):
+        uses = blocks(i, "tool_use")
+        results = blocks(i, "tool_result")
+        if (uses or results) and not has_tools:
+            problems.append(f"messages[{i}] has tool blocks but the request defines no tools")
+        if uses:
+            ids = [u.get("id") for u in uses]
+            if len(set(ids)) != len(ids):
+                problems.append(f"messages[{i}] repeats a tool_use id")
+            answered = (
+                [r.get("tool_use_id") for r in blocks(i + 1, "tool_result")] if i + 1 < len(messages) else []
+            )
+            if i + 1 < len(messages) and sorted(map(str, answered)) != sorted(map(str, ids)):
+                problems.append(
+                    f"messages[{i + 1}] must answer tool_use ids {ids} with tool_result blocks, got {answered}"
+                )
+            if i + 1 < len(messages):
+                content = messages[i + 1].get("content")
+                kinds = [b.get("type") for b in content] if isinstance(content, list) else ["text"]
+                if "text" in kinds and kinds.index("text") < len(answered):
+                    problems.append(f"messages[{i + 1}]: tool_result blocks must come first")
+        if results:
+            previous = [u.get("id") for u in blocks(i - 1, "tool_use")] if i > 0 else []
+            stray = [r.get("tool_use_id") for r in results if r.get("tool_use_id") not in previous]
+            if stray:
+                problems.append(f"messages[{i}] answers unknown tool_use ids {stray}")
     return problems
 
 

@@ -127,7 +127,8 @@ def test_code_frames_come_before_test_frames_in_the_hints() -> None:
         path="tests/helper.py",
         line=137,
     )
-    assert failure_hints([f]) == (("src/a.py", 9), ("tests/helper.py", 137), ("tests/t.py", 3))
+    # Code first; then the test function's line before the helper it called (#15, session 5).
+    assert failure_hints([f]) == (("src/a.py", 9), ("tests/t.py", 3), ("tests/helper.py", 137))
 
 
 def test_frame_context_shows_the_whole_function_around_a_code_frame() -> None:

@@ -123,7 +123,8 @@ def test_filter_redundancy_drops_contained_ranges_and_near_duplicates() -> None:
     a = ev(
         "a", 0.9, "def reserve(self, sku, quantity): return self.available(sku) > quantity", start=1, end=20
     )
-    inside = ev("inside", 0.8, "something else entirely", start=5, end=8)
+    # Contained and shown by `a` (its text is part of a's; #15: a container must show the text).
+    inside = ev("inside", 0.8, "return self.available(sku)", start=5, end=8)
     dup = ev(
         "dup", 0.7, "def reserve(self, sku, quantity): return self.available(sku) > quantity", path="b.py"
     )

@@ -183,7 +183,8 @@ def test_a_refresh_during_a_repair_completes_and_retrieval_stays_on(
 
     def refresh_then_answer(body: Any) -> Reply:
         # The proposal comes after the repair's retrieval: its index is in use meanwhile.
-        if (body.get("tool_choice") or {}).get("name") == "propose_patch" and not refreshed:
+        proposing = any(t.get("name") == "propose_patch" for t in body.get("tools") or ())
+        if proposing and not refreshed:
             try:
                 refreshed.append(deps.index.refresh(REPO, pushed, full=False))
             except Exception as exc:  # recorded: the assertion below names it

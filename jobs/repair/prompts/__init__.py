@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from jobs.repair.change_context import change_body, section_budget
 from jobs.repair.model import Evidence, Failure, Feedback
 from jobs.repair.task import RepairTask, fence_untrusted, sanitize_untrusted
 
@@ -175,13 +176,57 @@ def render_feedback(feedback: Feedback, *, brief: bool = False) -> str:
     return "\n".join(lines)
 
 
-def render_evidence(item: Evidence) -> str:
-    """One evidence item with its provenance."""
+FOCUS_BEFORE = 40
+FOCUS_AFTER = 20
+"""Lines kept before / after a failing line inside a condensed item."""
+
+
+def render_evidence(item: Evidence, focus: Iterable[int] = ()) -> str:
+    """One evidence item with its provenance. An item longer than
+    :data:`MAX_EVIDENCE_ITEM_CHARS` is condensed (:func:`condense`) around the ``focus`` lines
+    (failing lines of its file) instead of being cut after its head."""
     label = item.source + (f" {item.symbol}" if item.symbol else "")
     head = f"### {item.path}:{item.start_line}-{item.end_line} [{label}]"
     if item.why:
         head += f" — {item.why}"
-    return f"{head}\n{code_fence(clip(item.text, MAX_EVIDENCE_ITEM_CHARS))}"
+    return f"{head}\n{code_fence(condense(item, focus, MAX_EVIDENCE_ITEM_CHARS))}"
+
+
+def condense(item: Evidence, focus: Iterable[int], limit: int) -> str:
+    """``item.text`` within ``limit`` characters: whole when it fits; else the region around each
+    ``focus`` line inside it (:data:`FOCUS_BEFORE` lines before, :data:`FOCUS_AFTER` after),
+    the head as far as room allows, and elsewhere only the definition lines (a skeleton), each
+    gap marked with the lines it leaves out. Cut at ``limit`` if even that is too long."""
+    text = item.text
+    if len(text) <= limit:
+        return text
+    lines = text.splitlines()
+    keep: set[int] = set()
+    for line in focus:
+        i = line - item.start_line
+        if 0 <= i < len(lines):
+            keep.update(range(max(0, i - FOCUS_BEFORE), min(len(lines), i + FOCUS_AFTER + 1)))
+    keep.update(i for i, t in enumerate(lines) if _DEF.match(t) or _JAVA_METHOD.match(t))
+    room = limit - sum(len(lines[i]) + 1 for i in keep) - 200
+    i = 0
+    while i < len(lines) and room > len(lines[i]):
+        if i not in keep:
+            room -= len(lines[i]) + 1
+            keep.add(i)
+        i += 1
+    out: list[str] = []
+    gap = 0
+    for i, t in enumerate([*lines, ""]):
+        if i in keep or i == len(lines):
+            if gap:
+                first = item.start_line + i - gap
+                out.append(f"    [... lines {first}-{first + gap - 1} not shown ...]")
+                gap = 0
+            if i < len(lines):
+                out.append(t)
+        else:
+            gap += 1
+    return clip("\n".join(out), limit)
 
 
 def _evidence_order(item: Evidence) -> tuple[float, str, int, str]:
@@ -288,6 +333,24 @@ def _plan_text(plan: Sequence[str], *, collapsed: bool) -> str:
     return "\n".join(f"{i}. {s}" for i, s in enumerate(plan, 1))
 
 
+def render_changes(
+    task: RepairTask,
+    evidence: Sequence[Evidence] = (),
+    feedback: Sequence[Feedback] = (),
+    *,
+    budget_chars: int,
+) -> str:
+    """The ``change_section`` of ``task.changes`` within ``budget_chars`` ('' without a change, or
+    when not even its summary fits); hunks at the failure's locations and in the evidence's files
+    first (:func:`jobs.repair.change_context.change_body`)."""
+    if task.changes is None:
+        return ""
+    room = budget_chars - len(render("change_section", changes=""))
+    places, _ = _locations(task, feedback)
+    body = change_body(task.changes, places=places, paths={e.path for e in evidence}, budget_chars=room)
+    return render("change_section", changes=body) if body else ""
+
+
 def pack_context(
     task: RepairTask,
     *,
@@ -298,23 +361,27 @@ def pack_context(
 ) -> PackedContext:
     """Render ``propose_context`` under ``budget_chars`` with stable truncation.
 
-    Always kept: the task, the interface invariants, the latest feedback round (the most recent
-    failing trace). Under pressure, in order: drop evidence from the lowest score up; collapse
-    the plan to headers; drop older feedback rounds, oldest first. The result may exceed the
-    budget only when the always-kept parts alone do.
+    Always kept: the task, what changed since the last green run (``task.changes``, within
+    :data:`~jobs.repair.change_context.CHANGE_SHARE` of the budget), the interface invariants,
+    the latest feedback round (the most recent failing trace). Under pressure, in order: drop
+    evidence from the lowest score up; collapse the plan to headers; drop older feedback rounds,
+    oldest first. The result may exceed the budget only when the always-kept parts alone do.
     """
     task_text = render_task(task)
     invariants = interface_invariants(task, evidence, feedback)
     inv_text = "\n\n".join(invariants) or NONE
     ranked = sorted(evidence, key=_evidence_order)
-    rendered = [render_evidence(e) for e in ranked]
+    places, _ = _locations(task, feedback)
+    rendered = [render_evidence(e, [n for p, n in places if p == e.path]) for e in ranked]
     # Rounds older than the last two are summarized; the latest trace is what matters most.
     rounds = [render_feedback(f, brief=i < len(feedback) - 2) for i, f in enumerate(feedback)]
+    changes = render_changes(task, evidence, feedback, budget_chars=section_budget(budget_chars))
 
     def build(n_evidence: int, collapsed: bool, first_round: int) -> str:
         return render(
             "propose_context",
             task=task_text,
+            changes=f"\n{changes}\n" if changes else "",
             invariants=inv_text,
             plan=_plan_text(plan, collapsed=collapsed),
             evidence="\n\n".join(rendered[:n_evidence]) or NONE,
@@ -370,11 +437,13 @@ __all__ = [
     "PromptError",
     "clip",
     "code_fence",
+    "condense",
     "interface_invariants",
     "load_prompt",
     "pack_context",
     "placeholders",
     "render",
+    "render_changes",
     "render_evidence",
     "render_evidence_block",
     "render_failure",

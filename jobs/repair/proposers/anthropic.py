@@ -17,6 +17,13 @@ offered, the same estimate the loop's role calls use (input chars/3 + 128, price
 the dearer case): ``max_tokens`` is lowered so that input + output fit the remaining tokens and USD;
 when fewer than ``min_output_tokens`` would remain, no call is made (``last_budget_stop`` says why).
 
+Tools (issue #15): when the round offers tools (``ProposalRequest.tools``, the tier's
+``tool_calls`` > 0) the user turn also gets ``prompts/tools.md`` and each candidate is a
+conversation (:func:`jobs.repair.proposers.tooluse.converse`): the model may ``open``, ``search``,
+``symbol`` and ``run_tests`` until it calls ``propose_patch``, the round's calls are used up or
+the budget is short — then ``propose_patch`` is forced. A proposal's ``usage`` is its whole
+conversation's.
+
 Never raises for model trouble: a failed call is recorded in ``last_errors`` and ends the
 round's calls; an unusable answer becomes a :class:`Proposal` without edits whose explanation
 starts with ``model returned no usable edits:`` so the loop can feed the reason back.
@@ -35,6 +42,7 @@ from jobs.repair.model import Edit, EditKind, Proposal
 from jobs.repair.ports import ProposalRequest
 from jobs.repair.pricing import PriceTable
 from jobs.repair.prompts import PackedContext, load_prompt, pack_context, render
+from jobs.repair.proposers.tooluse import converse
 from jobs.repair.roles import normalize_repo_path, tool_input
 
 VARIANTS: tuple[str, ...] = ("minimal", "root_cause", "test_expectation", "callers")
@@ -202,6 +210,9 @@ class AnthropicProposer:
             variant=load_prompt(f"variant_{variant}").strip(),
             tried=tried,
         )
+        if request.tools is not None and request.tools.calls_left > 0:
+            names = ", ".join(f"`{s.name}`" for s in request.tools.specs)
+            prompt += "\n" + render("tools", tools=names, calls=str(request.tools.max_calls))
         return LLMRequest(
             system=load_prompt("system"),
             context=context.text,
@@ -228,6 +239,35 @@ class AnthropicProposer:
         proposals: list[Proposal] = []
         for variant in variants:
             llm_request = self.build_request(request, variant, context)
+            if request.tools is not None and request.tools.calls_left > 0:
+                conv = converse(
+                    self.llm,
+                    llm_request,
+                    request.tools,
+                    meter,
+                    variant=variant,
+                    minimum=self.min_output_tokens,
+                )
+                if conv.error is not None:
+                    self.last_errors.append(conv.error)
+                if conv.budget_stop:
+                    self.last_budget_stop = conv.budget_stop
+                if conv.response is not None:
+                    self._warn_price(conv.response)
+                    proposals.append(replace(self.to_proposal(conv.response, variant), usage=conv.usage))
+                    continue
+                if conv.usage.calls:  # tool turns were paid for: the loop must charge them
+                    reason = str(conv.error) if conv.error is not None else f"budget ({conv.budget_stop})"
+                    proposals.append(
+                        Proposal(
+                            edits=(),
+                            explanation=f"{NO_EDITS}: the conversation ended before propose_patch ({reason})",
+                            proposer=self.name,
+                            variant=variant,
+                            usage=conv.usage,
+                        )
+                    )
+                break
             fit = meter.affordable_output(llm_request, self.llm.model, minimum=self.min_output_tokens)
             if fit.short is not None:
                 self.last_budget_stop = fit.short
@@ -237,13 +277,16 @@ class AnthropicProposer:
             except LLMError as exc:
                 self.last_errors.append(exc)
                 break
-            if response.price_estimated and not self.last_warnings:
-                self.last_warnings.append(
-                    f"model {response.model!r} is not in pricing.json; costs use the conservative default price"
-                )
+            self._warn_price(response)
             meter.charge(response.usage)
             proposals.append(self.to_proposal(response, variant))
         return proposals
+
+    def _warn_price(self, response: LLMResponse) -> None:
+        if response.price_estimated and not self.last_warnings:
+            self.last_warnings.append(
+                f"model {response.model!r} is not in pricing.json; costs use the conservative default price"
+            )
 
     def to_proposal(self, response: LLMResponse, variant: str) -> Proposal:
         """Parse a ``propose_patch`` response; unusable answers give a proposal without edits."""
