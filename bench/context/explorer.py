@@ -45,13 +45,12 @@ import builtins
 import json
 import keyword
 import re
-import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bench.context.oracle_server import WRONG_OLD, LoggedRequest, plan_for, request_text
-from bench.context.visibility import Block, TargetLine, evidence_blocks, tool_blocks, visibility
+from bench.context.oracle_server import LoggedRequest, OracleModel, request_text
+from bench.context.visibility import Block, evidence_blocks, tool_blocks
 
 if TYPE_CHECKING:
     from tests.fakes.anthropic_server import ErrorReply, Reply
@@ -80,7 +79,6 @@ _CLIPPED = re.compile(r"^\s*\[\.\.\. (?:lines \d+-\d+ not shown|\d+ characters c
 """The markers of a condensed evidence item (``jobs/repair/prompts``)."""
 TAIL = 150
 """Lines of a clipped definition's tail that ``open`` asks for (about what one result shows)."""
-_FIRST_BLOCK = re.compile(r"^### (\S+?):\d+-\d+", re.M)
 
 
 def is_test_path(path: str) -> bool:
@@ -248,60 +246,21 @@ def next_calls(body: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 
 @dataclass
-class ExplorerModel:
-    """Dynamic replies for one case (see the module docstring)."""
-
-    targets: Sequence[TargetLine]
-    fix_edits: Sequence[Mapping[str, Any]]
-    log: list[LoggedRequest] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+class ExplorerModel(OracleModel):
+    """Dynamic replies for one case (see the module docstring): the calls :func:`next_calls`
+    decides, then the oracle's answer over the whole conversation."""
 
     def __call__(self, body: dict[str, Any]) -> Reply | ErrorReply:
-        from tests.fakes.anthropic_server import Reply, ToolUse, bad_request
+        from tests.fakes.anthropic_server import Reply, ToolUse
 
         calls = next_calls(body)  # decided before the targets are looked at
-        choice = body.get("tool_choice") or {}
-        tool = str(choice.get("name", "")) if isinstance(choice, dict) else ""
-        offered = {str(t.get("name")) for t in body.get("tools") or () if isinstance(t, dict)}
-        if isinstance(choice, dict) and choice.get("type") == "any":
-            tool = "propose_patch" if "propose_patch" in offered else "submit_plan"
         text = request_text(body)
         if calls:
             names = ",".join(n for n, _ in calls)
             self._log(LoggedRequest("explore", len(text), text, None, f"tools:{names}"))
             uses = tuple(ToolUse(n, a) for n, a in calls)
             return Reply(tool_uses=uses, output_tokens=20 * len(calls))
-        if tool == "submit_plan" and "submit_plan" in offered:
-            self._log(LoggedRequest(tool, len(text), text, None, "plan"))
-            return Reply.tool(tool, plan_for(text), output_tokens=60)
-        if tool == "propose_patch":
-            seen = visibility(self.targets, [text])
-            if seen.all_shown:
-                payload = {"explanation": "The explorer's fix.", "edits": [dict(e) for e in self.fix_edits]}
-                answer = "fix"
-            else:  # the oracle's wrong edit: the first evidence file, never the fix's file
-                m = _FIRST_BLOCK.search(text)
-                edit = {
-                    "path": m.group(1) if m else "README",
-                    "kind": "replace",
-                    "old": WRONG_OLD,
-                    "new": "pass",
-                }
-                payload = {"explanation": "A guess: the lines to change were not shown.", "edits": [edit]}
-                answer = "wrong"
-            self._log(LoggedRequest(tool, len(text), text, seen, answer))
-            return Reply.tool(tool, payload, output_tokens=max(16, len(json.dumps(payload)) // 4))
-        self._log(LoggedRequest(tool or "none", len(text), text, None, "unexpected"))
-        return bad_request(f"the explorer has no answer for tool {tool!r}")
-
-    def _log(self, item: LoggedRequest) -> None:
-        with self._lock:
-            self.log.append(item)
-
-    @property
-    def proposals(self) -> list[LoggedRequest]:
-        """The ``propose_patch`` requests, in the order they arrived."""
-        return [r for r in self.log if r.tool == "propose_patch"]
+        return self.answer(body, text, who="explorer")
 
 
 __all__ = [

@@ -90,23 +90,27 @@ class OracleModel:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __call__(self, body: dict[str, Any]) -> Reply | ErrorReply:
+        return self.answer(body, request_text(body))
+
+    def answer(self, body: dict[str, Any], text: str, *, who: str = "oracle") -> Reply | ErrorReply:
+        """The plan, or the true fix exactly when every target line is in ``text`` (else a wrong
+        edit); ``who`` names the stand-in in the answer."""
         from tests.fakes.anthropic_server import Reply, bad_request
 
         choice = body.get("tool_choice") or {}
         tool = str(choice.get("name", "")) if isinstance(choice, dict) else ""
         offered = {str(t.get("name")) for t in body.get("tools") or () if isinstance(t, dict)}
         if isinstance(choice, dict) and choice.get("type") == "any":
-            # Tools offered (#15): this oracle measures what the loop shows, it never looks around
-            # (the proposer's request offers propose_patch, the planner's submit_plan).
+            # Tools offered (#15): this answer never looks around (the explorer's calls come
+            # first); the proposer's request offers propose_patch, the planner's submit_plan.
             tool = "propose_patch" if "propose_patch" in offered else "submit_plan"
-        text = request_text(body)
         if tool == "submit_plan":
             self._log(LoggedRequest(tool, len(text), text, None, "plan"))
             return Reply.tool(tool, plan_for(text), output_tokens=60)
         if tool == "propose_patch":
             seen = visibility(self.targets, [text])
             if seen.all_shown:
-                payload = {"explanation": "The oracle's fix.", "edits": [dict(e) for e in self.fix_edits]}
+                payload = {"explanation": f"The {who}'s fix.", "edits": [dict(e) for e in self.fix_edits]}
                 answer = "fix"
             else:
                 # The guess names the first file the request showed, never the fix's file: the
@@ -120,7 +124,7 @@ class OracleModel:
             self._log(LoggedRequest(tool, len(text), text, seen, answer))
             return Reply.tool(tool, payload, output_tokens=max(16, len(json.dumps(payload)) // 4))
         self._log(LoggedRequest(tool or "none", len(text), text, None, "unexpected"))
-        return bad_request(f"the oracle has no answer for tool {tool!r}")
+        return bad_request(f"the {who} has no answer for tool {tool!r}")
 
     def _log(self, item: LoggedRequest) -> None:
         with self._lock:
