@@ -39,6 +39,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+from bench.change.redpush import git
 from bench.outside.corpus import materialize
 from bench.repair.isolate import direct_env
 from jobs.repair.bisect import Outcome, bisect
@@ -60,21 +61,6 @@ CASES = HERE.parent / "outside" / "cases"
 RESULTS = HERE / "results"
 AUTHORS = ("Ada Lovelace", "Grace Hopper", "Alan Turing", "Edsger Dijkstra", "Barbara Liskov")
 BUDGET = Budget(executions=20, wall_s=400.0)
-
-
-def git(repo: Path, *args: str, author: str = "bench") -> str:
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "HOME": str(repo),
-        "GIT_AUTHOR_NAME": author,
-        "GIT_AUTHOR_EMAIL": f"{author.split()[0].lower()}@example.com",
-        "GIT_COMMITTER_NAME": "bench",
-        "GIT_COMMITTER_EMAIL": "bench@arcs.invalid",
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": "/dev/null",
-    }
-    done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True)
-    return done.stdout
 
 
 def harmless(repo: Path, files: list[str], rng: random.Random, n: int) -> str:
@@ -240,6 +226,14 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def spread_cases(limit: int) -> list[dict[str, Any]]:
+    """At most ``limit`` outside cases (no hang case), spread over the packages."""
+    cases = [json.loads(p.read_text()) for p in sorted(CASES.glob("*/case.json"))]
+    cases = [c for c in cases if "hang" not in c.get("tags", ())]
+    step = max(1, len(cases) // max(1, limit))
+    return cases[::step][:limit]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--seed", type=int, default=14)
@@ -247,10 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--label", default="after")
     args = parser.parse_args(argv)
     runner = make_runner(toolchain_paths=[Path(sys.prefix)])
-    cases = [json.loads(p.read_text()) for p in sorted(CASES.glob("*/case.json"))]
-    cases = [c for c in cases if "hang" not in c.get("tags", ())]
-    step = max(1, len(cases) // max(1, args.limit))
-    cases = cases[::step][: args.limit]  # spread over the packages
+    cases = spread_cases(args.limit)
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="arcs-bench-history-") as tmp:
         for case in cases:

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.change.history import BUDGET, build
+from bench.change.history import BUDGET, build, spread_cases
 from indexing.config import IndexConfig
 from indexing.index import RepoIndex
 from jobs.repair.budget import Budget
@@ -160,10 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--label", default="after")
     args = parser.parse_args(argv)
     runner = make_runner(toolchain_paths=[Path(sys.prefix)])
-    cases = [json.loads(p.read_text()) for p in sorted(CASES.glob("*/case.json"))]
-    cases = [c for c in cases if "hang" not in c.get("tags", ())]
-    step = max(1, len(cases) // max(1, args.limit))
-    cases = cases[::step][: args.limit]  # spread over the packages, as bench.change.history does
+    cases = spread_cases(args.limit)  # as bench.change.history picks them
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="arcs-bench-change-context-") as tmp:
         for case in cases:
