@@ -52,9 +52,22 @@ class ChangeSource:
     """The red commit is on the default branch, outside any pull request."""
 
 
-def _none(why: str) -> ChangeSignal:
+def no_signal(why: str) -> ChangeSignal:
+    """No change signal, and ``why`` in one line."""
     note = "no change signal: " + " ".join(why.split())
     return ChangeSignal(None, note[:MAX_NOTE_CHARS])
+
+
+def signal_between(workdir: Path, base: str, head: str, origin: str) -> ChangeSignal:
+    """The change from ``base`` to ``head`` in the (deepened) checkout at ``workdir``, its note
+    ``origin``; no signal when ``base`` is not an ancestor of ``head`` in the fetched history or
+    nothing changed. Git errors raise (the callers turn them into no signal)."""
+    if merge_base(workdir, base, head) != base:
+        return no_signal(f"{base[:7]} is not an ancestor of {head[:7]} in the fetched history")
+    changes = read_changeset(workdir, base, head)
+    if not changes.commits and not changes.files:
+        return no_signal(f"nothing changed between {base[:7]} and {head[:7]}")
+    return ChangeSignal(changes, origin[:MAX_NOTE_CHARS])
 
 
 def change_signal(
@@ -77,7 +90,7 @@ def change_signal(
         if pull_request is not None:
             pr = gh.get_pull_request(repo, pull_request)
             if not pr.base_branch:
-                return _none(f"pull request #{pull_request} has no base branch")
+                return no_signal(f"pull request #{pull_request} has no base branch")
             tip = gh.get_branch_head(repo, pr.base_branch).sha
             gh.fetch_history(repo, workdir, [head_sha, tip], depth=HISTORY_DEPTH)
             base = merge_base(workdir, tip, head_sha)
@@ -85,24 +98,21 @@ def change_signal(
         elif workflow_id and head_branch:
             green = gh.last_successful_run(repo, workflow_id, head_branch)
             if green is None:
-                return _none(f"no successful run of workflow {workflow_id} on {head_branch}")
+                return no_signal(f"no successful run of workflow {workflow_id} on {head_branch}")
             if green.head_sha == head_sha:
-                return _none(f"the last green run {green.id} is at this commit {head_sha[:7]}")
+                return no_signal(f"the last green run {green.id} is at this commit {head_sha[:7]}")
             gh.fetch_history(repo, workdir, [head_sha, green.head_sha], depth=HISTORY_DEPTH)
             base = green.head_sha
             origin = f"the last green run {green.id} of workflow {workflow_id} on {head_branch} at {base[:7]}"
         else:
-            return _none("neither a workflow nor a pull request to compare with")
-        if merge_base(workdir, base, head_sha) != base:
-            return _none(f"{base[:7]} is not an ancestor of {head_sha[:7]} within {HISTORY_DEPTH} commits")
-        changes = read_changeset(workdir, base, head_sha)
+            return no_signal("neither a workflow nor a pull request to compare with")
+        signal = signal_between(workdir, base, head_sha, f"change signal from {origin}")
     except Exception as exc:  # the signal is optional: any trouble means a repair without it
         log.warning("repair.change_signal_unavailable", repo=repo, error=f"{type(exc).__name__}: {exc}"[:300])
-        return _none(f"{type(exc).__name__}: {exc}")
-    if not changes.commits and not changes.files:
-        return _none(f"nothing changed between {base[:7]} and {head_sha[:7]}")
-    log.info("repair.change_signal", repo=repo, base=base[:12], commits=len(changes.commits))
-    return ChangeSignal(changes, f"change signal from {origin}"[:MAX_NOTE_CHARS])
+        return no_signal(f"{type(exc).__name__}: {exc}")
+    if signal.changes is not None:
+        log.info("repair.change_signal", repo=repo, base=base[:12], commits=len(signal.changes.commits))
+    return signal
 
 
-__all__ = ["HISTORY_DEPTH", "ChangeSignal", "ChangeSource", "change_signal"]
+__all__ = ["HISTORY_DEPTH", "ChangeSignal", "ChangeSource", "change_signal", "no_signal", "signal_between"]

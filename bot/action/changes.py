@@ -33,8 +33,8 @@ import structlog
 
 from bot.github.client import github_errors
 from bot.github.git import GitAuth, run_git
-from jobs.green import HISTORY_DEPTH, ChangeSignal
-from runners.gitchanges import merge_base, read_changeset
+from jobs.green import HISTORY_DEPTH, ChangeSignal, no_signal, signal_between
+from runners.gitchanges import merge_base
 
 if TYPE_CHECKING:
     from bot.action.env import ActionEnv
@@ -44,16 +44,10 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
-MAX_NOTE_CHARS = 300
 
 
 class NoSignal(Exception):
     """Why there is no change signal (one line)."""
-
-
-def _none(why: str) -> ChangeSignal:
-    note = "no change signal: " + " ".join(why.split())
-    return ChangeSignal(None, note[:MAX_NOTE_CHARS])
 
 
 def change_signal(env: ActionEnv, target: Target, client: InstallationClient | None) -> ChangeSignal | None:
@@ -71,19 +65,16 @@ def change_signal(env: ActionEnv, target: Target, client: InstallationClient | N
             origin = f"the merge base {base[:7]} of pull request #{target.pr_number} with its base branch"
         if base == head:
             raise NoSignal(f"{origin} is the repaired commit {head[:7]} itself")
-        if merge_base(workspace, base, head) != base:
-            raise NoSignal(f"{base[:7]} is not an ancestor of {head[:7]} in the fetched history")
-        changes = read_changeset(workspace, base, head)
+        signal = signal_between(workspace, base, head, f"base: {origin}")
     except NoSignal as why:
         log.info("action.change_signal_none", reason=str(why)[:300])
-        return _none(str(why))
+        return no_signal(str(why))
     except Exception as exc:  # the signal is optional: any trouble means a repair without it
         log.warning("action.change_signal_unavailable", error=f"{type(exc).__name__}: {exc}"[:300])
-        return _none(f"{type(exc).__name__}: {exc}")
-    if not changes.commits and not changes.files:
-        return _none(f"nothing changed between {base[:7]} and {head[:7]}")
-    log.info("action.change_signal", base=base[:12], head=head[:12], commits=len(changes.commits))
-    return ChangeSignal(changes, f"base: {origin}"[:MAX_NOTE_CHARS])
+        return no_signal(f"{type(exc).__name__}: {exc}")
+    if signal.changes is not None:
+        log.info("action.change_signal", base=base[:12], head=head[:12], commits=len(signal.changes.commits))
+    return signal
 
 
 def _full_sha(sha: str, what: str) -> str:
