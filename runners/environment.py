@@ -27,6 +27,8 @@ _NOT_FOUND = re.compile(
 )
 _RUNNER_MODULE = re.compile(r"^\S*python[\d.]*: No module named (?P<mod>[\w.]+)\s*$", re.M)
 _PY_MISSING = re.compile(r"\bNo module named '(?P<mod>[\w.]+)'")
+_IMPORT_ERRORS = frozenset({None, "ModuleNotFoundError", "ImportError", "Error"})
+"""Failure types that may be a missing module (None: the runner did not say; ``Error``: Node's)."""
 _JS_MISSING = re.compile(r"Cannot find (?:module|package) '(?P<mod>[^']+)'")
 _NODE_BUILTINS = frozenset(
     [
@@ -156,8 +158,11 @@ def diagnose(
             )
     repo = _repo_modules(repo_files)
     std = sys.stdlib_module_names if stdlib is None else stdlib
-    messages = [f.message for f in (*run.errors, *run.failures)]
-    for message in [*messages, text]:
+    # Run-level errors (collection, exit) count as they are; a test's failure only when an import
+    # *failed the test*: code may catch a ModuleNotFoundError on purpose (plugin lookups try several
+    # names) and then fail for its own reasons, the handled error still in the chained traceback.
+    messages = [e.message for e in run.errors] + [f.message for f in run.failures if f.type in _IMPORT_ERRORS]
+    for message in [*messages, *(() if ran_tests else (text,))]:
         for m in _PY_MISSING.finditer(message):
             mod = m["mod"]
             if not _is_code_bug(mod, repo, std):

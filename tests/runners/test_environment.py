@@ -59,3 +59,23 @@ def test_ordinary_failures_are_not_environment_problems() -> None:
     failure = TestFailure("tests/test_a.py::t", type="AssertionError", message="assert 1 == 2")
     run = _run(1, results=(TestResult("tests/test_a.py::t", "failed", failure=failure),))
     assert diagnose(run, output="1 failed", command="pytest") is None
+
+
+def test_a_handled_missing_module_inside_a_code_failure_is_the_codes() -> None:
+    """markdown looks an extension up as a top-level module first and handles the
+    ModuleNotFoundError; a bug in the handler fails the tests with a TypeError whose chained
+    traceback (and the output) still says ``No module named 'footnotes'``."""
+    chained = (
+        "ModuleNotFoundError: No module named 'footnotes'\n\nDuring handling of the above exception, "
+        "another exception occurred:\n...\nTypeError: unsupported operand type(s) for -: 'tuple' and 'tuple'"
+    )
+    failure = TestFailure("tests/test_ext.py::t", type="TypeError", message=chained)
+    run = _run(1, results=(TestResult("tests/test_ext.py::t", "failed", failure=failure),))
+    assert diagnose(run, output=chained, command="pytest", repo_files=["markdown/core.py"]) is None
+    # The same import failing the test itself is still the environment's.
+    failed = TestFailure(
+        "tests/test_ext.py::t", type="ModuleNotFoundError", message="No module named 'footnotes'"
+    )
+    run = _run(1, results=(TestResult("tests/test_ext.py::t", "failed", failure=failed),))
+    problem = diagnose(run, output=chained, command="pytest", repo_files=["markdown/core.py"])
+    assert problem is not None and "`footnotes`" in problem.line
