@@ -127,7 +127,17 @@ def _pytest_junit_id(classname: str, name: str, file: str) -> str:
         # classname is "<module dotted>[.<Class>...]"; whatever follows the module is classes.
         if parts[: len(mod_parts)] == mod_parts:
             return "::".join([file.replace("\\", "/"), *parts[len(mod_parts) :], name])
-        return "::".join([file.replace("\\", "/"), *_trailing_classes(parts), name])
+        dotted = ".".join(mod_parts)
+        if classname == dotted or classname.startswith(dotted + "."):  # a folder name with a dot
+            rest = classname[len(dotted) + 1 :].split(".") if classname != dotted else []
+            return "::".join([file.replace("\\", "/"), *rest, name])
+        if len(_trailing_classes(parts)) < len(parts):
+            # ``file`` is where the test *function* is defined: a test class inherited from or
+            # imported out of a helper module. The test runs (and is selected) under the module
+            # that collected it, which the classname names.
+            file = ""
+        else:
+            return "::".join([file.replace("\\", "/"), *_trailing_classes(parts), name])
     cls = _trailing_classes(parts)
     parts = parts[: len(parts) - len(cls)]
     path = "/".join(parts) + ".py" if parts else ""

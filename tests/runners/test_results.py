@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -845,3 +847,36 @@ def test_node_error_code_may_be_mixed_case() -> None:
     assert failure.failure is not None
     assert failure.failure.type == "ReferenceError"
     assert "calcSubtotal is not defined" in failure.failure.message
+
+
+def test_junit_pytest_test_inherited_from_a_helper_module_keeps_the_collecting_module() -> None:
+    """``file`` names where the test function is *defined* (``tests/common.py``, a mixin the test
+    class inherits from); the test runs — and is re-run by id — under the module that collected it.
+    The old id ``tests/common.py::TestA::test_shared`` made pytest answer "not found" (exit 4) on
+    every re-run, so a right fix read as failing."""
+    xml = (
+        '<testsuite><testcase classname="tests.test_a.TestA" name="test_shared" file="tests/common.py" '
+        'line="1"><failure message="AssertionError">tests/common.py:3: AssertionError</failure></testcase>'
+        '<testcase classname="tests.v1.2.test_b" name="test_dotted" file="tests/v1.2/test_b.py" line="0"/>'
+        "</testsuite>"
+    )
+    inherited, dotted = parse_junit_xml(xml, framework="pytest").results
+    assert inherited.id == "tests/test_a.py::TestA::test_shared"
+    assert dotted.id == "tests/v1.2/test_b.py::test_dotted"
+
+
+def test_inherited_test_ids_select_the_test_in_a_real_pytest_run(tmp_path: Path) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "__init__.py").write_text("")
+    (tmp_path / "tests" / "common.py").write_text(
+        "class Shared:\n    def test_shared(self):\n        assert self.value() == 2\n"
+    )
+    (tmp_path / "tests" / "test_a.py").write_text(
+        "from tests.common import Shared\n\n\nclass TestA(Shared):\n    def value(self):\n        return 1\n"
+    )
+    junit = tmp_path / "j.xml"
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "junit_family=xunit1"]
+    subprocess.run([*cmd, "tests", f"--junitxml={junit}"], cwd=tmp_path, capture_output=True, check=False)
+    (result,) = parse_junit_xml(junit.read_text(), framework="pytest").results
+    again = subprocess.run([*cmd, result.id], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert again.returncode == 1 and "1 failed" in again.stdout  # found and run, not exit 4
