@@ -3,7 +3,9 @@
 
 The model's tool calls (``open``, ``search``, ``symbol``, ``run_tests``) are answered with the
 recorded results, not re-executed; each call must be the recorded one (tool and input), and the
-model requests after it carry the recorded result, so their fingerprints check the rest.
+model requests after it carry the recorded result, so their fingerprints check the rest. The
+failing tests' call path (the traced run, :mod:`jobs.repair.spectrum_context`) is the recorded
+one too, its execution counted as recorded; a trace without one replays without one.
 
 A run that an interrupt stopped (``/arcs stop``, an admin's pause) is replayed with an interrupt that
 stops at the same check (:class:`RecordedInterrupt`). A run whose patch was applied afterwards is
@@ -22,6 +24,7 @@ from jobs.repair.errors import UsageError
 from jobs.repair.loop import LoopConfig, RepairLoop
 from jobs.repair.ports import Clock, Proposer
 from jobs.repair.proposers.replay import ReplayDivergence, ReplayLLM, load_records
+from jobs.repair.spectrum_context import RecordedSpectrum
 from jobs.repair.tiers import TierRequest
 from jobs.repair.tools_session import RecordedTools, ToolReplayMismatch
 from jobs.repair.trace import (
@@ -93,6 +96,8 @@ def replay(
     retriever = RecordedRetriever(recorded) if recorded.index_snapshot else None
     # Tool calls are answered with the recorded results, never re-executed (no test run, no index).
     tools = RecordedTools.of(recorded)
+    # The failing tests' call path is the recorded one: the tests are not traced again.
+    spectrum = RecordedSpectrum.of(recorded.spectrum)
     config = LoopConfig.from_json(recorded.config)
     runner = runner or make_runner(
         RunnerConfig.of(settings), unsafe_no_sandbox, toolchain_paths, base_config.setup_allow
@@ -131,6 +136,7 @@ def replay(
             config=config,
             interrupt=RecordedInterrupt.of(recorded),
             tool_replay=tools,
+            spectrum_replay=spectrum,
         )
         notify(f"replaying {recorded.id or trace_path} ({len(records)} recorded model calls)")
         try:
@@ -152,6 +158,8 @@ def replay(
         divergence = Divergence("model calls", "count", str(len(records)), str(replay_llm.position))
     if divergence is None and not tools.exhausted:
         divergence = Divergence("tool calls", "count", str(len(tools.records)), str(tools.position))
+    if divergence is None and spectrum.entry is not None and not spectrum.served:
+        divergence = Divergence("spectrum", "served", "recorded", "never asked for")
     return ReplayReport(recorded, replayed, divergence)
 
 

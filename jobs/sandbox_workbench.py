@@ -14,6 +14,9 @@ runner, parsed per-test results.
   tree (the baseline) also sets per-test limits for every later run, measured once
   (:func:`runners.hang.limits_of`): a candidate that still hangs where the baseline hung is stopped
   after about as long as the slowest test that finished, not after the ratio rule's 10 s or more.
+- :meth:`SandboxWorkbench.spectrum` (the :class:`~jobs.repair.spectrum.Profiler` port) runs the
+  base tree's diagnosis command (or only the failing tests' files) once more with line tracing
+  (:mod:`runners.spectrum`), in a fresh copy, the baseline's hung test deselected.
 
 The user's work tree is only ever read.
 """
@@ -32,6 +35,7 @@ from typing import Any
 
 from jobs.repair.edits import AppliedEdits, apply_edits
 from jobs.repair.model import Edit, Failure, Frame
+from jobs.repair.spectrum import Spectrum, SpectrumScope
 from jobs.repair.workbench import TestOutcome
 from runners.base import Runner
 from runners.commands import ResolvedCommand
@@ -39,9 +43,13 @@ from runners.execute import run_in_workspace
 from runners.failfast import without_fail_fast
 from runners.hang import HangProbe, limits_of, write_limits
 from runners.results import TestFailure, TestRun
+from runners.spectrum import LineSpectrum, deselecting, read_spectrum, trace_command
+from runners.spectrum import install as install_spectrum
 from runners.workspace import ephemeral_workspace
 
 MAX_FRAMES = 12
+TRACE_SLOWDOWN = 5.0
+"""How much longer a test may take under line tracing (measured: 1.1-4.2x): hang limits grow by it."""
 
 
 class SystemClock:
@@ -119,6 +127,39 @@ def to_outcome(run: TestRun, *, selected: bool) -> TestOutcome:
         command=run.command,
         environment=run.environment,
         hang_s=run.hang_s,
+    )
+
+
+def to_spectrum(data: LineSpectrum | None, run: TestRun, *, scope: SpectrumScope) -> Spectrum:
+    """The plugin's output of a traced ``run`` as the core's :class:`Spectrum` (one-line note on trouble)."""
+    notes: list[str] = []
+    if run.hang_s > 0:
+        hung = next((f.id for f in run.failures if f.type == "timeout"), "a test")
+        notes.append(f"stopped: {hung} hung under tracing; partial spectrum")
+    elif run.killed_by:
+        notes.append(f"{run.killed_by} after {run.duration_s:.0f}s: partial spectrum")
+    if data is None:
+        notes.append(f"no spectrum written (exit code {run.exit_code})")
+        data = LineSpectrum()
+    else:
+        if data.note:
+            notes.append(data.note)
+        if data.dropped:
+            notes.append(f"output too large: {data.dropped} least suspicious lines left out")
+        if data.disturbed:
+            notes.append(f"{data.disturbed} tests replaced the trace function (lines missing)")
+        if not data.failed:
+            notes.append("no failing test was traced")
+    if run.environment:
+        notes.append(run.environment)
+    return Spectrum(
+        failed=data.failed,
+        passed=data.passed,
+        lines=data.lines,
+        scope=scope,
+        duration_s=run.duration_s,
+        complete=data.complete and run.killed_by is None,
+        note="; ".join(notes),
     )
 
 
@@ -295,6 +336,52 @@ class SandboxWorkbench:
             )
         return to_outcome(run, selected=selected)
 
+    # -- Profiler --------------------------------------------------------------------------------
+
+    def spectrum(
+        self, failing: Sequence[str], *, suite: bool, timeout_s: float, also: Sequence[str] = ()
+    ) -> Spectrum | None:
+        """:class:`~jobs.repair.spectrum.Profiler`: trace the base tree's tests in a fresh copy.
+
+        None when the framework is not pytest, no id of ``failing`` names a ``.py`` file, or the
+        command cannot be traced. ``suite``: the diagnosis command; else narrowed to the files of
+        ``failing``, or to ``failing`` and ``also`` by id when ``also`` names tests. The test the baseline stopped as a hang is deselected; the hang probe stays on
+        with the baseline's limits, :data:`TRACE_SLOWDOWN` times longer. One sandboxed execution;
+        never raises for test trouble (a timeout gives a partial spectrum, ``complete=False``)."""
+        files = list(dict.fromkeys(t.split("::", 1)[0] for t in failing))
+        files = [f for f in files if f.endswith(".py")]
+        if self.framework != "pytest" or not files:
+            return None
+        scope: SpectrumScope = "suite" if suite else "tests" if also else "files"
+        picked = files if scope == "files" else list(dict.fromkeys([*failing, *also]))
+        resolved = self.command if suite else self.command.selecting(picked)
+        if resolved is None:
+            return None
+        if self.observed_hang:
+            resolved = deselecting(resolved, [self.observed_hang])
+        traced = trace_command(resolved)
+        if traced is None:
+            return None
+        self.runs += 1
+        probe = self.hang_probe
+        if probe is not None:
+            probe = replace(probe, probe_s=probe.probe_s * TRACE_SLOWDOWN)
+        with ephemeral_workspace(self.repo, root=self.workspace_root) as ws:
+            install_spectrum(ws)
+            if probe is not None and self._limits:
+                write_limits(ws, {k: v * TRACE_SLOWDOWN for k, v in self._limits.items()})
+            run = run_in_workspace(
+                self.runner,
+                ws,
+                traced,
+                timeout_s=timeout_s,
+                memory_mb=self.memory_mb,
+                env=self.env,
+                hang_probe=probe,
+            )
+            data = read_spectrum(ws)
+        return to_spectrum(data, run, scope=scope)
+
     # -- scratch ---------------------------------------------------------------------------------
 
     def _scratch_copy(self) -> Path:
@@ -341,5 +428,6 @@ __all__ = [
     "SystemClock",
     "to_failure",
     "to_outcome",
+    "to_spectrum",
     "write_change",
 ]

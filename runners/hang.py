@@ -199,16 +199,24 @@ def probe_command(resolved: ResolvedCommand, probe: HangProbe) -> ResolvedComman
         return None
     if resolved.framework == "node":
         return resolved
-    if resolved.framework != "pytest":
+    if resolved.framework != "pytest" or not plain_pytest(resolved.command):
         return None
-    from runners.commands import _append_to_last, _last_segment, _plain
+    from runners.commands import _append_to_last, _last_segment
 
-    last = _last_segment(resolved.command)
-    if not _PYTEST.search(last) or not _plain(last) or "$" in last or "no:faulthandler" in last:
-        return None
-    if re.search(r"(?:^|[;&|\s])cd\s", resolved.command) or "\n" in resolved.command.strip():
+    if "no:faulthandler" in _last_segment(resolved.command):
         return None
     return replace(resolved, command=_append_to_last(resolved.command, f"-p {PLUGIN}"))
+
+
+def plain_pytest(command: str) -> bool:
+    """Whether ``-p plugin`` can be appended to ``command``: its last segment is a plain ``pytest``
+    call (no pipes, redirections, substitutions or ``$``) and the line has no ``cd`` and one line."""
+    from runners.commands import _last_segment, _plain
+
+    last = _last_segment(command)
+    if not _PYTEST.search(last) or not _plain(last) or "$" in last:
+        return False
+    return not (re.search(r"(?:^|[;&|\s])cd\s", command) or "\n" in command.strip())
 
 
 def shell_prefix(probe: HangProbe, framework: str | None = "pytest") -> str:
@@ -366,6 +374,7 @@ __all__ = [
     "hang_of",
     "install",
     "limits_of",
+    "plain_pytest",
     "probe_command",
     "read_events",
     "read_hang",

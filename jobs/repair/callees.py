@@ -83,7 +83,9 @@ _IGNORED = frozenset(
 )
 
 
-def _is_test(path: str) -> bool:
+def is_test_file(path: str) -> bool:
+    """Whether ``path`` is a test file (tests folder, ``test_*``/``*_test.*``/``*.spec.*``, conftest):
+    the one test-path rule of context assembly (callees, the spectrum ranking)."""
     return bool(_TEST_PATH.search(path))
 
 
@@ -99,7 +101,7 @@ def _language_exts(path: str) -> tuple[str, ...]:
     return _JS_EXT if path.endswith(_JS_EXT) else _PY_EXT
 
 
-def _block_end(lines: Sequence[str], start: int, indent: str) -> int:
+def block_end(lines: Sequence[str], start: int, indent: str) -> int:
     """1-based last line of the block opened at line ``start`` (braces for JS, else indentation)."""
     if lines[start - 1].rstrip().endswith(("{", ") {", "=> {")) or (
         "{" in lines[start - 1] and not lines[start - 1].rstrip().endswith(":")
@@ -152,7 +154,7 @@ def function_window(
     if not start:
         return (0, 0)
     text = lines[start - 1]
-    end = _block_end(lines, start, text[: len(text) - len(text.lstrip())])
+    end = block_end(lines, start, text[: len(text) - len(text.lstrip())])
     if end < line:
         return (0, 0)
     if end - start + 1 <= max_lines:
@@ -213,7 +215,7 @@ class _Files:
             for path in self.source.files():
                 if (
                     path.endswith(exts)
-                    and _is_test(path) == tests
+                    and is_test_file(path) == tests
                     and not _NOT_SOURCE.search(path)
                     and not path.endswith(".pyi")
                 ):
@@ -243,7 +245,7 @@ def _definitions(
         lines = text.splitlines()
         for m in pattern.finditer(text):
             start = text.count("\n", 0, m.start()) + 1
-            end = _block_end(lines, start, m.group("indent"))
+            end = block_end(lines, start, m.group("indent"))
             # Calling a class runs its constructor: show that rather than the whole class.
             if lines[start - 1].lstrip().startswith("class "):
                 start, end = _constructor(lines, start, end)
@@ -258,7 +260,7 @@ def _constructor(lines: Sequence[str], start: int, end: int) -> tuple[int, int]:
     for i in range(start, end):
         m = re.match(r"([ \t]*)def[ \t]+(?:__init__|__new__|__post_init__)\b", lines[i])
         if m:
-            return i + 1, _block_end(lines, i + 1, m.group(1))
+            return i + 1, block_end(lines, i + 1, m.group(1))
     return start, min(end, start + PART_LINES - 1)
 
 
@@ -280,14 +282,14 @@ def _test_sites(failures: Iterable[Failure]) -> list[tuple[str, int]]:
     tests: list[tuple[str, int]] = []
     helpers: list[tuple[str, int]] = []
     for f in failures:
-        frames = [fr for fr in f.frames if _is_test(fr.path)]
+        frames = [fr for fr in f.frames if is_test_file(fr.path)]
         if frames:
             outer = next(
                 (fr for fr in frames if fr.function.rsplit(".", 1)[-1].startswith("test")), frames[0]
             )
             tests.append((outer.path, outer.line))
             helpers.extend((fr.path, fr.line) for fr in reversed(frames) if fr is not outer)
-        if f.path and _is_test(f.path):
+        if f.path and is_test_file(f.path):
             (helpers if frames else tests).append((f.path, f.line))
     return list(dict.fromkeys(h for h in [*tests, *helpers] if h[1] > 0))
 
@@ -349,7 +351,7 @@ def _class_constructor(source: SourceView, d: _Def) -> _Def | None:
             continue
         if stripped.startswith("class "):
             name = re.match(r"class\s+(\w+)", stripped)
-            start, end = _constructor(lines, i + 1, _block_end(lines, i + 1, lines[i][:indent]))
+            start, end = _constructor(lines, i + 1, block_end(lines, i + 1, lines[i][:indent]))
             return _Def(d.path, start, end, name.group(1) if name else "")
         if re.match(r"(?:async\s+)?def\b", stripped):
             return None
@@ -466,4 +468,12 @@ def _evidence(d: _Def, start: int, end: int, body: str, *, score: float, why: st
     )
 
 
-__all__ = ["PART_LINES", "called_names", "callee_context", "enclosing_def", "function_window"]
+__all__ = [
+    "PART_LINES",
+    "block_end",
+    "called_names",
+    "callee_context",
+    "enclosing_def",
+    "function_window",
+    "is_test_file",
+]

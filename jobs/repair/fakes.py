@@ -5,7 +5,8 @@ sandbox, an index or a model:
 
 - :class:`FakeWorkbench`: edits applied to a dict of files; test outcomes scripted per patch key
   (``patch_key`` of the candidate's diff), by a ``judge(files, select)`` function, or a default;
-  base runs (reproduction, triage) served from a list in order.
+  base runs (reproduction, triage) served from a list in order. :class:`ProfilingWorkbench` is
+  one that is also a :class:`~jobs.repair.spectrum.Profiler` (a scripted spectrum).
 - :class:`FakeRetriever`: scripted hits, records queries.
 - :class:`FakeClock`: time moves only when told (or by a fixed tick per reading).
 - :class:`ScriptedProposer`: proposals per round from a script, records requests.
@@ -18,7 +19,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from jobs.repair.budget import Budget
 from jobs.repair.diffing import DEFAULT_MODE, patch_key
@@ -26,6 +27,7 @@ from jobs.repair.edits import AppliedEdits, EditError, FileChange
 from jobs.repair.llm import LLMError, LLMRequest, LLMResponse, ToolSpec
 from jobs.repair.model import Edit, Failure, Proposal
 from jobs.repair.ports import ProposalRequest
+from jobs.repair.spectrum import Spectrum
 
 if TYPE_CHECKING:
     from indexing.model import Query, SearchHit
@@ -268,6 +270,44 @@ class FakeWorkbench:
         return len(self.calls)
 
 
+class ProfilingWorkbench(FakeWorkbench):
+    """A :class:`FakeWorkbench` that is also a :class:`~jobs.repair.spectrum.Profiler`: ``spectrum``
+    answers the scripted ``profile`` (None: tracing not possible; an exception: raised). A
+    separate class, so a plain fake stays a workbench that cannot trace."""
+
+    def __init__(
+        self,
+        files: Mapping[str, str],
+        *,
+        profile: Spectrum | Exception | None,
+        base: TestOutcome | Sequence[TestOutcome],
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(files, base=base, **kwargs)
+        self.profile = profile
+        self.spectrum_calls: list[tuple[tuple[str, ...], bool, float]] = []
+        """``(failing, suite, timeout_s)`` of every :meth:`spectrum` call."""
+        self.spectrum_also: list[tuple[str, ...]] = []
+        """The ``also`` ids of each call (passing neighbours asked for on a slow suite)."""
+
+    def spectrum(
+        self, failing: Sequence[str], *, suite: bool, timeout_s: float, also: Sequence[str] = ()
+    ) -> Spectrum | None:
+        """The scripted spectrum (one execution; advances the clock like a run)."""
+        self.spectrum_calls.append((tuple(failing), suite, timeout_s))
+        self.spectrum_also.append(tuple(also))
+        if self.clock is not None:
+            self.clock.advance(min(self.run_s, timeout_s))
+        if isinstance(self.profile, Exception):
+            raise self.profile
+        return self.profile
+
+    @property
+    def executions(self) -> int:
+        """Test runs made, the traced ones included."""
+        return len(self.calls) + len(self.spectrum_calls)
+
+
 class FakeClock:
     """A :class:`~jobs.repair.ports.Clock` under test control; ``tick`` is added after each reading."""
 
@@ -468,6 +508,7 @@ __all__ = [
     "FakeWorkbench",
     "InMemorySource",
     "Judge",
+    "ProfilingWorkbench",
     "ScriptItem",
     "ScriptedLLM",
     "ScriptedProposer",

@@ -10,7 +10,9 @@ One :meth:`RepairLoop.run`:
 2. **Rounds** (per tier, strict projections, :mod:`jobs.repair.tiers`): state S_t = (q_t, s_t,
    last candidate, f_<t). Plan (gated, :mod:`jobs.repair.plan`); retrieve (plan-conditioned, with
    the ARKS query formulations and the failure's ``file:line`` hints, redundancy-filtered, plus
-   verified snippets from the in-memory knowledge soup); compose; propose; then per candidate:
+   verified snippets from the in-memory knowledge soup, plus — for tiers that retrieve — the
+   functions the failing tests ran, from one traced run of the tests,
+   :mod:`~jobs.repair.spectrum_context`); compose; propose; then per candidate:
    apply -> syntax -> policy -> size gates, execute the targets, and if they pass the regression
    suite; encode the observed failures as feedback (:mod:`jobs.repair.feedback`).
 3. **Halt** when a candidate passes every gate (Eq. 4) or the rounds/budget run out; the best
@@ -75,6 +77,7 @@ from jobs.repair.proposers.tooluse import RoleTools
 from jobs.repair.reproduce import Reproduction
 from jobs.repair.result import RepairResult, Verdict
 from jobs.repair.spec import RepairSpec
+from jobs.repair.spectrum_context import RecordedSpectrum, localize, spectrum_evidence
 from jobs.repair.state import RunState, Scored
 from jobs.repair.task import RepairTask
 from jobs.repair.testruns import TestRuns
@@ -128,6 +131,7 @@ class RepairLoop:
         interrupt: Interrupt | None = None,
         price_table: PriceTable | None = None,
         tool_replay: RecordedTools | None = None,
+        spectrum_replay: RecordedSpectrum | None = None,
     ) -> None:
         self.retriever = retriever
         self.proposer = proposer
@@ -140,6 +144,8 @@ class RepairLoop:
         """Prices the budget meter uses for role calls (None: the packaged ``pricing.json``)."""
         self.tool_replay = tool_replay
         """Recorded tool results served instead of running the tools (``arcs replay``)."""
+        self.spectrum_replay = spectrum_replay
+        """The recorded call path served instead of tracing the tests (``arcs replay``)."""
         self._prior: ChangePrior | None = None
         """The run's retrieval prior from ``task.changes`` (None: no change known, no retriever)."""
 
@@ -273,6 +279,29 @@ class RepairLoop:
         # Rounds of this tier already spent without a fix: later rounds explore further (#15).
         explore = sum(1 for r in st.trace.rounds[:-1] if r.tier == cfg.name) if cfg.llm else 0
         called = callee_context(source, failing, explore=explore) if cfg.llm and cfg.k > 0 else []
+        # The functions the failing tests ran and the passing ones did not: one traced run per
+        # repair (#15); later rounds reach the next-ranked suspects (the shown ones are skipped).
+        t = self.clock.monotonic()
+        loc = (
+            localize(st, self.workbench, source, self.config, replay=self.spectrum_replay)
+            if cfg.llm and cfg.k > 0
+            else None
+        )
+        spotted = (
+            spectrum_evidence(
+                source,
+                loc.suspects,
+                budget_chars=self.config.spectrum_chars,
+                failed=loc.failed,
+                passed=loc.passed,
+                skip=st.search.shown.keys(),
+                covered=pinned,
+            )
+            if loc is not None
+            else []
+        )
+        if spent := self.clock.monotonic() - t:
+            record.timings["spectrum_s"] = spent
 
         # the round's tools (None when the tier allows none): the planner's calls come first and
         # count in the same limit as the proposer's (issue #15)
@@ -296,7 +325,7 @@ class RepairLoop:
             enabled=cfg.plan,
             max_subgoals=cfg.max_subgoals,
             llm=guard if cfg.llm else None,
-            evidence=pinned,
+            evidence=[*pinned, *spotted[:2]],
             feedback=st.search.history,
             previous=previous,
             tools=planner_tools,
@@ -323,7 +352,7 @@ class RepairLoop:
             shown = frozenset(st.search.shown) if explore else frozenset()
             retrieved, record.retrieval = self._search(st, specs, k=cfg.k, hints=hints, exclude=shown)
         soup = st.search.soup[-self.config.soup_size :] if cfg.k > 0 else []
-        union = filter_redundancy([*pinned, *retrieved, *called, *soup])
+        union = filter_redundancy([*pinned, *spotted, *retrieved, *called, *soup])
         # the code earlier rounds' tool calls showed, then what earlier rounds were shown (#15)
         found = tool_evidence(st.search.explored, union, budget_chars=self.config.evidence_chars // 2)
         union += found if cfg.llm else []
@@ -412,7 +441,9 @@ class RepairLoop:
         llm_wait = record.timings["propose_s"] if cfg.llm else 0.0
         if plan.source == "llm" and previous is None:
             llm_wait += record.timings["plan_s"]
-        record.timings["overhead_s"] = max(0.0, total - execute - llm_wait)
+        record.timings["overhead_s"] = max(
+            0.0, total - execute - llm_wait - record.timings.get("spectrum_s", 0.0)
+        )
         return record, plan, new
 
     def _propose(

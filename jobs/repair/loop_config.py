@@ -66,6 +66,12 @@ class LoopConfig:
     (:mod:`jobs.repair.tools`). Traces recorded before tools existed replay with tools off."""
     tool_result_chars: int = 8_000
     """Characters of one tool result sent back to the model (longer ones are clipped)."""
+    spectrum: bool = True
+    """Trace the tests once (when the workbench can) and show the functions the failing tests ran
+    and the passing ones did not (:mod:`jobs.repair.spectrum`) from the first round of a tier that
+    retrieves. Traces recorded before the spectrum existed replay with it off."""
+    spectrum_chars: int = 12_000
+    """Characters of spectrum evidence per round (a share of :attr:`evidence_chars`)."""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready mapping."""
@@ -95,6 +101,8 @@ class LoopConfig:
             "parallel": self.parallel,
             "tools": self.tools,
             "tool_result_chars": self.tool_result_chars,
+            "spectrum": self.spectrum,
+            "spectrum_chars": self.spectrum_chars,
         }
 
     @classmethod
@@ -132,6 +140,9 @@ class LoopConfig:
             # Traces recorded before tools existed never offered any.
             tools=bool(data.get("tools", False)),
             tool_result_chars=int(data.get("tool_result_chars", default.tool_result_chars)),
+            # Traces recorded before the spectrum existed never traced the tests.
+            spectrum=bool(data.get("spectrum", False)),
+            spectrum_chars=int(data.get("spectrum_chars", default.spectrum_chars)),
         )
 
 

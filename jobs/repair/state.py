@@ -7,8 +7,8 @@
   the knowledge soup, the batch in flight).
 - :class:`Acceptance`: how the search ends (accepted/reverted candidate, quality rejections, the
   verification record, what stopped it, an interrupt).
-- :class:`RunState` bundles them with the task, the trace and the
-  :class:`~jobs.repair.meter.BudgetMeter`.
+- :class:`RunState` bundles them with the task, the trace, the
+  :class:`~jobs.repair.meter.BudgetMeter` and the failing tests' call path (once localized).
 
 Also the test-id matching rules shared by the loop's modules.
 """
@@ -25,6 +25,7 @@ from jobs.repair.gates import regression_gate, targets_gate
 from jobs.repair.meter import BudgetMeter
 from jobs.repair.model import Edit, Evidence, Feedback, GateResult, Usage
 from jobs.repair.select import CandidateScore, best_so_far, select_best
+from jobs.repair.spectrum import Localization
 from jobs.repair.task import RepairTask
 from jobs.repair.trace import CandidateRecord, Trace, usage_to_json
 from jobs.repair.workbench import RUN_ERROR_PREFIX, CandidateRun, TestOutcome
@@ -247,6 +248,11 @@ class RunState:
     base: Baseline = field(default_factory=Baseline)
     search: SearchState = field(default_factory=SearchState)
     acc: Acceptance = field(default_factory=Acceptance)
+    localized: bool = False
+    """The failing tests' call path was asked for (once per run: :func:`~jobs.repair.
+    spectrum_context.localize`)."""
+    spectrum: Localization | None = None
+    """What that gave (None: nothing to localize with)."""
 
     def role_event(
         self,

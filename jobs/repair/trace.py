@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from jobs.repair import trace_values as tv
 from jobs.repair.budget import Budget, Spend
 from jobs.repair.changes import ChangeSet
 from jobs.repair.diffing import diff_stats
@@ -494,6 +495,10 @@ class Trace:
     ``{diagnosis, verification, removed, added, complete, note, toolchain}``."""
     verifications: list[dict[str, Any]] = field(default_factory=list)
     """Every final verification run of a selected candidate (a failed one sends the search on)."""
+    spectrum: dict[str, Any] = field(default_factory=dict)
+    """The failing tests' call path (:class:`jobs.repair.spectrum.Localization` JSON: scope, counts,
+    duration, note, executions, the top suspects); empty when the run did not localize. A replay
+    serves it instead of tracing again."""
     version: int = TRACE_VERSION
 
     # -- derived ---------------------------------------------------------------------------------
@@ -562,6 +567,7 @@ class Trace:
             "interrupt": _plain(self.interrupt),
             "commands": _plain(self.commands),
             "verifications": _plain(self.verifications),
+            **({"spectrum": _plain(self.spectrum)} if self.spectrum else {}),
         }
 
     @classmethod
@@ -593,6 +599,7 @@ class Trace:
             interrupt=dict(data.get("interrupt") or {}),
             commands=dict(data.get("commands") or {}),
             verifications=[dict(v) for v in data.get("verifications", ())],
+            spectrum=dict(data.get("spectrum") or {}),
             version=version,
         )
 
@@ -776,6 +783,8 @@ def render_markdown(trace: Trace, *, max_diff_chars: int = 20_000) -> str:
                 _fence(str(dt["content"]), "python" if str(dt.get("path", "")).endswith(".py") else "")
             )
     out += [_details("Reproduction", "\n".join(rep_body)), ""]
+    if trace.spectrum:
+        out += [spectrum_line(trace.spectrum), ""]
     for r in trace.rounds:
         out += [_details(_round_summary(r), _round_body(r, max_diff_chars=max_diff_chars)), ""]
     bound_rows = ["| Dimension | Budget | Spent | Held |", "|---|---|---|---|"]
@@ -791,6 +800,30 @@ def render_markdown(trace: Trace, *, max_diff_chars: int = 20_000) -> str:
     ]
     out.append(f"<sub>ARCS trace v{trace.version} {trace.id}</sub>")
     return "\n".join(out).rstrip() + "\n"
+
+
+def spectrum_line(entry: Mapping[str, Any], *, top: int = 5) -> str:
+    """One line on the failing tests' call path (the trace's ``spectrum`` entry): scope, counts,
+    duration and the best suspects, e.g. ``Call path (spectrum, suite, 4 failing / 704 passing,
+    4.9 s): checker.py:1268 handleDoctests 1.00, ...``; tolerant of malformed entries."""
+    note = tv.text(entry.get("note"), 300)
+    if not tv.integer(entry.get("executions")):
+        return f"**Call path** (spectrum): not traced{f' — {note}' if note else ''}"
+    head = ", ".join(
+        [
+            tv.text(entry.get("scope"), 20) or "-",
+            f"{tv.integer(entry.get('failed')) or 0} failing / {tv.integer(entry.get('passed')) or 0} passing",
+            f"{tv.number(entry.get('duration_s')) or 0.0:.1f} s",
+            *([] if entry.get("complete", True) else ["incomplete"]),
+        ]
+    )
+    found = [
+        f"`{tv.text(s.get('path'), 200)}:{tv.integer(s.get('start')) or 0}` {tv.text(s.get('name'), 120)} "
+        f"{tv.number(s.get('score')) or 0.0:.2f}"
+        for s in tv.maps(entry.get("suspects"))[:top]
+    ]
+    tail = ", ".join(found) or "no suspect outside the tests"
+    return f"**Call path** (spectrum, {head}): {tail}{f' — {note}' if note else ''}"
 
 
 def _round_summary(r: RoundRecord) -> str:
@@ -1053,6 +1086,7 @@ __all__ = [
     "load_trace",
     "render_markdown",
     "render_summary",
+    "spectrum_line",
     "spend_from_json",
     "task_from_json",
     "task_to_json",
