@@ -82,7 +82,7 @@ def _distance(pkg_tree: Path, mutation: dict[str, Any], command: str) -> dict[st
         return call_distance(repo, command, mutation["path"], int(mutation["line"]))
 
 
-def build_package(pkg: Package, seed: int, per_package: int) -> list[dict[str, Any]]:
+def build_package(pkg: Package, seed: int, per_package: int, batch: str = "") -> list[dict[str, Any]]:
     """The kept held-out cases of one package (see the module docstring)."""
     tree = unpacked(pkg)
     rng = random.Random(f"{seed}:{pkg.name}")
@@ -146,7 +146,8 @@ def build_package(pkg: Package, seed: int, per_package: int) -> list[dict[str, A
                     "distance": dist.get("distance"),
                     "failing_tests": len(dist.get("failed") or []),
                 },
-                "generated": {"seed": seed, "detected_by_command": outcome},
+                "generated": {"seed": seed, "detected_by_command": outcome}
+                | ({"batch": batch} if batch else {}),
             }
         )
     return kept
@@ -185,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--packages", default="", help="comma-separated subset (default: all)")
     p.add_argument("--out", type=Path, default=CASES_JSONL, help="where the cases go (default cases.jsonl)")
     p.add_argument("--no-distances", action="store_true", help="do not rewrite distances.json")
+    p.add_argument("--batch", default="", help='recorded as generated.batch (e.g. "session 6")')
     args = p.parse_args(argv)
     if not args.distances_only:
         wanted = {s for s in args.packages.split(",") if s}
@@ -192,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             c
             for pkg in HELD_OUT_PACKAGES
             if not wanted or pkg.name in wanted
-            for c in build_package(pkg, args.seed, args.per_package)
+            for c in build_package(pkg, args.seed, args.per_package, args.batch)
         ]
         args.out.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows), encoding="utf-8")
         print(f"wrote {len(rows)} held-out cases to {args.out}", file=sys.stderr)

@@ -98,6 +98,87 @@ HELD_OUT_PACKAGES: tuple[Package, ...] = (
             " --ignore=test/test_parsers/test_rst/test_directives/test_code_long.py"
         ),
     ),
+    # Added in session 6 (issue #15, helper H1), built and measured before the call-path
+    # localizer was tuned; nobody designing it has seen these cases.
+    Package(
+        "bottle",
+        "0.13.4",
+        "787e78327e12b227938de02248333d788cfe45987edca735f8f88e03472c3f47",
+        {"bottle.py": "test"},
+    ),
+    Package(
+        "pycparser",
+        "3.12",
+        "f03387877eab82ce01bbdfd0ba7252ee55a90b1c708d5129e2ce915475cf1db6",
+        {
+            rel: "tests"
+            for rel in ("pycparser/c_parser.py", "pycparser/c_lexer.py", "pycparser/c_generator.py")
+        },
+    ),
+    Package(
+        "configobj",
+        "5.0.9",
+        "03c881bbf23aa07bccf1b837005975993c4ab4427ba57f959afdd9d1a2386848",
+        {"src/configobj/__init__.py": "src/tests", "src/configobj/validate.py": "src/tests"},
+    ),
+    # Added in session 6 (helper H7, batch "session 6b"), also unseen by the localizer's designer:
+    # files chosen before building for dispatch (visitors via getattr, rule registries, callbacks)
+    # that the tests reach through the package's entry points, not by calling them.
+    Package(
+        "lark",
+        "1.3.1",
+        "b426a7a6d6d53189d318f2b6236ab5d6429eaf09259f1ca33eb716eed10d2905",
+        {
+            rel: "tests"
+            for rel in (
+                "lark/load_grammar.py",
+                "lark/parse_tree_builder.py",
+                "lark/visitors.py",
+                "lark/lexer.py",
+                "lark/parser_frontends.py",
+                "lark/parsers/earley.py",
+                "lark/parsers/earley_forest.py",
+                "lark/parsers/lalr_analysis.py",
+            )
+        },
+        # Upstream collects every suite through tests/__main__.py (python_files); collected from
+        # their own modules instead, with the nearley tests (they need js2py) left out.
+        pytest_args="-o addopts= -o python_files=test_*.py --ignore=tests/test_nearley",
+    ),
+    Package(
+        "parso",
+        "0.8.7",
+        "eaaac4c9fdd5e9e8852dc778d2d7405897ec510f2a298071453e5e3a07914bb1",
+        {
+            rel: "test"
+            for rel in (
+                "parso/normalizer.py",
+                "parso/parser.py",
+                "parso/python/errors.py",
+                "parso/python/pep8.py",
+                "parso/python/diff.py",
+                "parso/python/parser.py",
+            )
+        },
+    ),
+    Package(
+        "mistune",
+        "3.4.0",
+        "2eaf7952af928ca8d33b779762effc1da517b62c6ad85ec8ca957e3b07b9782a",
+        {
+            rel: "tests"
+            for rel in (
+                "src/mistune/core.py",
+                "src/mistune/block_parser.py",
+                "src/mistune/inline_parser.py",
+                "src/mistune/list_parser.py",
+                "src/mistune/renderers/html.py",
+                "src/mistune/renderers/markdown.py",
+                "src/mistune/plugins/table.py",
+                "src/mistune/plugins/footnotes.py",
+            )
+        },
+    ),
 )
 BY_NAME = {p.name: p for p in HELD_OUT_PACKAGES}
 

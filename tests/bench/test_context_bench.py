@@ -180,6 +180,66 @@ def test_summary_and_markdown_split_tuned_and_held_out() -> None:
     assert "| 3+ | before |" in md
 
 
+def test_the_session_6_batch_is_its_own_group_and_unnamed_before() -> None:
+    def rec(case_id: str, project: str) -> dict[str, object]:
+        return {
+            "id": case_id,
+            "split": "held_out",
+            "project": project,
+            "last_all": False,
+            "requests": [{"chars": 10}],
+            "search": {"rank": 1},
+            "shape": {"distance": 4},
+        }
+
+    records = [rec("bottle-x-L1-boolswap", "bottle"), rec("pyflakes-y-L2-arithswap", "pyflakes")]
+    md = render({"before": {"date": "d", "records": records}})
+    assert "| held_out: new packages (session 6) | before | 1 |" in md
+    assert "| held_out: new packages (session 5) | before | 1 |" in md
+    # blind while the after run lacks them: its own row only, counted but never named
+    assert "bottle" not in md.replace("held_out: new packages (session 6)", "")
+    assert "| held_out | before | 1 |" in md and "| 3+ | before | 1 |" in md
+    assert "pyflakes-y-L2-arithswap" in md
+    assert "1 of held_out: new packages (session 6) not named" in md
+    both = render({"before": {"date": "d", "records": records}, "after": {"date": "d", "records": records}})
+    assert "bottle-x-L1-boolswap" in both and "| held_out | before | 2 |" in both
+
+
+def test_every_blind_batch_has_its_group_and_is_counted_per_group_never_named() -> None:
+    def rec(case_id: str, project: str, **extra: object) -> dict[str, object]:
+        return {
+            "id": case_id,
+            "split": "held_out",
+            "project": project,
+            "last_all": False,
+            "requests": [{"chars": 10}],
+            "search": {"rank": 1},
+            "shape": {"distance": 5},
+        } | extra
+
+    records = [
+        rec("bottle-x-L1-boolswap", "bottle"),
+        rec("lark-loadgrammar-L9-negatecond", "lark"),
+        rec("parso-errors-L3-arithswap", "parso"),
+        rec("pyflakes-y-L2-arithswap", "pyflakes"),
+    ]
+    md = render({"before": {"date": "d", "records": records}})
+    assert "| held_out: new packages (session 6b) | before | 2 |" in md
+    assert "| held_out: new packages (session 6) | before | 1 |" in md
+    for name in ("bottle", "lark", "parso"):
+        assert name not in md
+    assert "| held_out | before | 1 |" in md and "| 3+ | before | 1 |" in md
+    assert "1 of held_out: new packages (session 6) not named" in md
+    assert "2 of held_out: new packages (session 6b) not named" in md
+    # a tool run holding blind cases names none of them either
+    tools = [rec(str(r["id"]), str(r["project"]), last_all=True, context_last_all=False) for r in records]
+    md = render({"before": {"date": "d", "records": records}, "explorer": {"date": "d", "records": tools}})
+    assert "| held_out: new packages (session 6b) | explorer | 2 |" in md
+    assert "lark" not in md and "pyflakes-y-L2-arithswap" in md
+    both = render({"before": {"date": "d", "records": records}, "after": {"date": "d", "records": records}})
+    assert "lark-loadgrammar-L9-negatecond" in both and "| held_out | before | 4 |" in both
+
+
 def test_enclosing_function_is_the_innermost() -> None:
     src = "def outer():\n    def inner():\n        return 1\n    return inner\n"
     assert enclosing_function(src, 3) == ("inner", 2)
