@@ -72,6 +72,7 @@ from jobs.repair.plan import PlanOutcome, make_plan
 from jobs.repair.ports import Clock, Interrupt, ProposalRequest, Proposer
 from jobs.repair.pricing import PriceTable
 from jobs.repair.prompts import pack_context
+from jobs.repair.proposers.anthropic import context_budget
 from jobs.repair.proposers.replay import ReplayDivergence
 from jobs.repair.proposers.tooluse import RoleTools
 from jobs.repair.reproduce import Reproduction
@@ -387,7 +388,7 @@ class RepairLoop:
             evidence=evidence,
             plan=plan.subgoals,
             feedback=history,
-            budget_chars=self.config.prompt_chars,
+            budget_chars=context_budget(self.config.prompt_chars),  # what the proposer packs
         )
         record.prompt = packed.text
         if cfg.llm:

@@ -233,3 +233,32 @@ def test_a_fitted_result_fits_again_unchanged() -> None:
         len(fitted) <= 3_000 and fitted.startswith("big.py lines 1-") and fitted.endswith("nearly used up)")
     )
     assert fit_result(fitted, 3_000) == fitted and fit_result(text, 10**6) == text
+
+
+def test_a_request_full_of_evidence_stays_within_the_limit_system_and_tool_specs_included(
+    server: FakeAnthropicServer, proposer: AnthropicProposer
+) -> None:
+    # Old code: the context block alone was packed to 60k, then the system prompt, the instructions
+    # and the tool specs came on top (61.8k characters measured on markdown in the context bench).
+    server.dynamic = lambda body: Reply.tool("propose_patch", PATCH)
+    lines = BIG.splitlines(keepends=True)
+    evidence = tuple(
+        Evidence(
+            f"e{i}",
+            "code",
+            "big.py",
+            40 * i + 1,
+            40 * i + 40,
+            "".join(lines[40 * i : 40 * i + 40]),
+            score=1.0,
+        )
+        for i in range(40)
+    )
+    for tools in (None, big_session(max_calls=3)):
+        request = ProposalRequest(
+            task=TASK, source=InMemorySource({}), round=0, n=1, evidence=evidence, tools=tools
+        )
+        proposer.propose(request, BUDGET)
+    sizes = [request_chars(r.body) for r in server.message_requests]
+    assert len(sizes) == 2 and max(sizes) <= CONTEXT, sizes
+    assert min(sizes) > CONTEXT - 8_000  # the room was used

@@ -46,6 +46,28 @@ from jobs.repair.proposers.tooluse import converse
 from jobs.repair.roles import normalize_repo_path, tool_input
 
 VARIANTS: tuple[str, ...] = ("minimal", "root_cause", "test_expectation", "callers")
+REQUEST_SLACK = 400
+"""Characters kept free beside the measured parts of a request (the "already tried" line)."""
+
+
+def request_reserve() -> int:
+    """Characters a proposal request spends beside its context block, at most: the system prompt,
+    the instruction message with the longest variant and the tools paragraph, and the specs of
+    every tool a request can offer (as :attr:`LLMRequest.chars` counts them)."""
+    from jobs.repair.tools import OPEN, RUN_TESTS, SEARCH, SYMBOL
+
+    specs = LLMRequest(system="", messages=(), tools=(PROPOSE_TOOL, OPEN, SEARCH, SYMBOL, RUN_TESTS)).chars
+    longest = max(len(load_prompt(f"variant_{v}")) for v in VARIANTS)
+    words = len(load_prompt("system")) + len(load_prompt("propose")) + len(load_prompt("tools"))
+    return specs + longest + words + REQUEST_SLACK
+
+
+def context_budget(request_chars: int) -> int:
+    """The context block's budget within a request of at most ``request_chars`` characters (#15:
+    the whole request, not only its context, stays within the limit); at least half of it."""
+    return max(request_chars // 2, request_chars - request_reserve())
+
+
 """Prompt variants (``prompts/variant_<id>.md``), in rotation order."""
 
 NO_EDITS = "model returned no usable edits"
@@ -192,7 +214,7 @@ class AnthropicProposer:
             evidence=request.evidence,
             plan=request.plan,
             feedback=request.feedback,
-            budget_chars=self.context_chars,
+            budget_chars=context_budget(self.context_chars),
         )
 
     def build_request(self, request: ProposalRequest, variant: str, context: PackedContext) -> LLMRequest:
@@ -311,4 +333,13 @@ class AnthropicProposer:
         )
 
 
-__all__ = ["EDIT_KINDS", "NO_EDITS", "PROPOSE_TOOL", "VARIANTS", "AnthropicProposer", "parse_edits"]
+__all__ = [
+    "EDIT_KINDS",
+    "NO_EDITS",
+    "PROPOSE_TOOL",
+    "VARIANTS",
+    "AnthropicProposer",
+    "context_budget",
+    "parse_edits",
+    "request_reserve",
+]
