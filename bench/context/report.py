@@ -11,7 +11,17 @@ from typing import Any
 from bench.common import markdown_table
 
 Record = dict[str, Any]
-LABELS = ("before", "after")
+LABELS = ("before", "session5", "after")
+"""``session5``: the session-5 ``after`` records (the code this session started from, for the cases
+of sessions 4-5); ``before`` of the session-6 batches is the same code (81f4721)."""
+UNDETECTED = {
+    "markdown-inlinepatterns-L733-arithswap": "the suite fails the same 191 tests with and without the mutant",
+    "markdown-inlinepatterns-L1023-constoffbyone": "the suite fails the same 191 tests with and without the mutant",
+}
+"""Mutants the suite does not detect here (markdown's entry-point extensions need an installed
+distribution: 191 tests fail on the pristine tree too; session 6 checked both trees): no failing
+test runs the mutated line, so no context can be right. Kept in every table; the ``valid`` rows
+leave them out."""
 
 
 def _pct(part: int, whole: int) -> str:
@@ -114,6 +124,22 @@ def _held_out_source(r: Record) -> str:
     return HELD_NEW if r.get("project") in NEW_PACKAGES else HELD_OUTSIDE
 
 
+HELD_SEEN = "held_out: seen (sessions 4-5; read while designing session 6)"
+HELD_SEEN_VALID = "held_out: seen, valid (without the 2 undetected mutants)"
+HELD_FRESH = "held_out: fresh (sessions 6 and 6b; never read before the after run)"
+
+
+def _seen_or_fresh(r: Record) -> str:
+    source = _held_out_source(r)
+    if not source:
+        return ""
+    return HELD_FRESH if source in BLIND_GROUPS else HELD_SEEN
+
+
+def _seen_valid(r: Record) -> bool:
+    return _seen_or_fresh(r) == HELD_SEEN and r["id"] not in UNDETECTED
+
+
 def blind_ids(results: Record) -> set[str]:
     """The cases of :data:`BLIND_GROUPS` that some run recorded and the ``after`` run has not."""
     after = {r["id"] for r in (results.get("after") or {}).get("records", [])}
@@ -185,6 +211,8 @@ def render(results: Record) -> str:
             )
     parts.append("\n**By split** (held-out = never tuned on; its three sources below):\n")
     split_rows = _grouped(results, lambda r: str(r.get("split", "")), ("tuned", "held_out"), blind)
+    split_rows += _grouped(results, _seen_or_fresh, (HELD_SEEN, HELD_FRESH), blind)
+    split_rows += _grouped(results, lambda r: HELD_SEEN_VALID if _seen_valid(r) else "", (), blind)
     split_rows += _grouped(results, _held_out_source, HELD_GROUPS)
     parts.append(markdown_table(HEADERS, split_rows))
     for label in LABELS:

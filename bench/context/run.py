@@ -155,6 +155,24 @@ def standalone_search(settings: Any, repo: Path, query_text: str, wanted: set[st
     return {"rank": rank_of_file(paths, wanted), "files": distinct[:5], "hits": hits}
 
 
+def recheck(repo: Path, patch: str, command: str, scratch: Path) -> Record:
+    """The brief's re-check of a ``fixed``: the loop's patch applied to a fresh copy of the broken
+    tree and the exact test command run again directly, outside the loop and its sandbox (the
+    bench venv's ``python`` first on PATH). ``false_fixed``: the loop said fixed, the command fails."""
+    import shutil
+
+    shutil.copytree(repo, scratch, symlinks=True)
+    applied = subprocess.run(["git", "apply", "-"], cwd=scratch, input=patch, text=True, capture_output=True)
+    if applied.returncode != 0:
+        return {"recheck_exit": None, "false_fixed": True, "recheck_note": applied.stderr.strip()[:200]}
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    try:
+        done = subprocess.run(command, shell=True, cwd=scratch, env=env, capture_output=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        return {"recheck_exit": None, "false_fixed": True, "recheck_note": "timed out after 600 s"}
+    return {"recheck_exit": done.returncode, "false_fixed": done.returncode != 0}
+
+
 def run_case(case: Case, *, budget_wall_s: float = 900.0, stand_in: str = "oracle") -> Record:
     """Repair ``case`` with the large tier against the stand-in model (``oracle``: the passive
     oracle, ``explorer``: :mod:`bench.context.explorer`); measure what the model was shown."""
@@ -197,6 +215,8 @@ def run_case(case: Case, *, budget_wall_s: float = 900.0, stand_in: str = "oracl
         try:
             report = fix(settings, request)
             record["verdict"] = report.result.verdict
+            if report.result.verdict == "fixed":
+                record.update(recheck(repo, report.result.patch, case.test_command, base / "recheck"))
         except ArcsError as exc:
             record["verdict"] = "error"
             record["error"] = exc.message

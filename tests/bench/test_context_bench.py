@@ -180,18 +180,20 @@ def test_summary_and_markdown_split_tuned_and_held_out() -> None:
     assert "| 3+ | before |" in md
 
 
-def test_the_session_6_batch_is_its_own_group_and_unnamed_before() -> None:
-    def rec(case_id: str, project: str) -> dict[str, object]:
-        return {
-            "id": case_id,
-            "split": "held_out",
-            "project": project,
-            "last_all": False,
-            "requests": [{"chars": 10}],
-            "search": {"rank": 1},
-            "shape": {"distance": 4},
-        }
+def rec(case_id: str, project: str, **extra: object) -> dict[str, object]:
+    """A held-out record of the report tests (not shown, distance 5; ``extra`` overrides)."""
+    return {
+        "id": case_id,
+        "split": "held_out",
+        "project": project,
+        "last_all": False,
+        "requests": [{"chars": 10}],
+        "search": {"rank": 1},
+        "shape": {"distance": 5},
+    } | extra
 
+
+def test_the_session_6_batch_is_its_own_group_and_unnamed_before() -> None:
     records = [rec("bottle-x-L1-boolswap", "bottle"), rec("pyflakes-y-L2-arithswap", "pyflakes")]
     md = render({"before": {"date": "d", "records": records}})
     assert "| held_out: new packages (session 6) | before | 1 |" in md
@@ -206,17 +208,6 @@ def test_the_session_6_batch_is_its_own_group_and_unnamed_before() -> None:
 
 
 def test_every_blind_batch_has_its_group_and_is_counted_per_group_never_named() -> None:
-    def rec(case_id: str, project: str, **extra: object) -> dict[str, object]:
-        return {
-            "id": case_id,
-            "split": "held_out",
-            "project": project,
-            "last_all": False,
-            "requests": [{"chars": 10}],
-            "search": {"rank": 1},
-            "shape": {"distance": 5},
-        } | extra
-
     records = [
         rec("bottle-x-L1-boolswap", "bottle"),
         rec("lark-loadgrammar-L9-negatecond", "lark"),
@@ -260,3 +251,23 @@ def test_call_distance_counts_repository_frames_from_the_failing_test(tmp_path: 
     )
     # Only test_outer fails, through outer(): distance 2 (test_inner calls inner() directly but passes).
     assert (got["distance"], got["failed"]) == (2, ["test_lib.py::test_outer"])
+
+
+def test_seen_and_fresh_held_out_rows_the_session5_label_and_the_undetected_mutants() -> None:
+    seen = [
+        rec("pyflakes-y-L2-arithswap", "pyflakes", last_all=True),
+        rec("markdown-inlinepatterns-L733-arithswap", "markdown"),
+    ]
+    fresh = [rec("lark-loadgrammar-L9-negatecond", "lark", last_all=True)]
+    md = render(
+        {
+            "before": {"date": "d", "records": fresh},
+            "session5": {"date": "d", "records": seen},
+            "after": {"date": "d", "records": seen + fresh},
+        }
+    )
+    assert "| held_out: seen (sessions 4-5; read while designing session 6) | session5 | 2 |" in md
+    assert "| held_out: seen, valid (without the 2 undetected mutants) | after | 1 |" in md
+    assert "| held_out: fresh (sessions 6 and 6b; never read before the after run) | before | 1 |" in md
+    assert "| held_out: fresh (sessions 6 and 6b; never read before the after run) | after | 1 |" in md
+    assert "- **session5**:" in md
