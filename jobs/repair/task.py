@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Literal
 
 from jobs.repair.changes import ChangeSet
+from jobs.repair.hidden_text import reveal, visible_char
 from jobs.repair.model import Failure
 
 TaskKind = Literal["ci", "issue", "revise"]
@@ -16,41 +16,39 @@ _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
 # Markdown link reference definitions ("[//]: # (note)") render as nothing: a classic hidden comment.
 _LINK_REFERENCE = re.compile(r"^ {0,3}\[[^\]\n]+\]:[ \t]*\S.*$\n?", re.MULTILINE)
 _TAG_PREFIX = re.compile(r"<(/?)untrusted-", re.IGNORECASE)
-# Zero-width and invisible formatting characters, and the bidi controls behind "Trojan Source".
-_INVISIBLE = {
-    "\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u180e",
-    "\u202a", "\u202b", "\u202c", "\u202d", "\u202e",
-    "\u2066", "\u2067", "\u2068", "\u2069", "\u200e", "\u200f", "\u061c",
-}  # fmt: skip
 MAX_UNTRUSTED_CHARS = 20_000
+_MAX_PASSES = 32
+_UNCHECKED = "(the rest nests hidden constructs too deep to check and was removed)"
 
 
-def sanitize_untrusted(text: str, *, limit: int = MAX_UNTRUSTED_CHARS) -> str:
-    """Remove what a reader cannot see but a model would obey.
+def sanitize_untrusted(text: str, *, limit: int = MAX_UNTRUSTED_CHARS, markdown: bool = False) -> str:
+    """Remove what a reader cannot see but a model would obey. Every untrusted text goes through
+    here before a prompt (:func:`fence_untrusted` then presents it as data).
 
-    Strips HTML comments, zero-width and bidi control characters and other format (Cf)
-    characters, normalizes line endings, and caps the length with a visible marker.
+    Always: HTML comments, Markdown link reference definitions, zero-width and bidi control
+    characters and other format (Cf) characters; line endings normalized; the length capped with
+    a visible marker. ``markdown`` (text GitHub renders: issue titles and bodies, comments,
+    review instructions): also what the rendering hides — image alt text, link titles, HTML
+    attributes, collapsed ``<details>`` (marked, not removed), see :mod:`jobs.repair.hidden_text`.
+    Plain text (test output, commit messages) keeps its ``<tags>``: they are shown as written.
     """
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = "".join(ch for ch in text if _visible(ch))
-    while True:  # removing one comment must not assemble another: repeat to a fixed point
+    text = "".join(ch for ch in text if visible_char(ch))
+    # Removing one construct must not assemble another: repeat to a fixed point.
+    for _ in range(_MAX_PASSES):
         stripped = _LINK_REFERENCE.sub("", _HTML_COMMENT.sub("", text))
+        if markdown:
+            stripped = reveal(stripped)
         if stripped == text:
             break
         text = stripped
+    else:  # nested deeper than any real text: keep only what is certainly plain
+        cut = text.find("<")
+        text = text if cut < 0 else text[:cut] + _UNCHECKED
     text = text.strip()
     if len(text) > limit:
         text = text[:limit] + f"\n[... {len(text) - limit} characters removed ...]"
     return text
-
-
-def _visible(ch: str) -> bool:
-    if ch in "\n\t":
-        return True
-    if ch in _INVISIBLE or unicodedata.category(ch) in ("Cf", "Cc"):
-        return False
-    # Variation selectors have no glyph of their own and can smuggle bytes after any character.
-    return not ("\ufe00" <= ch <= "\ufe0f" or "\U000e0100" <= ch <= "\U000e01ef")
 
 
 def fence_untrusted(label: str, text: str) -> str:
@@ -103,8 +101,8 @@ class RepairTask:
         """An issue task with sanitized title and body."""
         return cls(
             kind="issue",
-            title=sanitize_untrusted(title, limit=300),
-            body=sanitize_untrusted(body),
+            title=sanitize_untrusted(title, limit=300, markdown=True),
+            body=sanitize_untrusted(body, markdown=True),
             test_command=test_command,
         )
 

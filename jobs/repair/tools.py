@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from jobs.repair.llm import ToolSpec
 from jobs.repair.ports import SourceView
 from jobs.repair.roles import normalize_repo_path
+from jobs.repair.task import sanitize_untrusted
 
 if TYPE_CHECKING:
     from indexing.model import Query, SearchHit
@@ -364,7 +365,8 @@ def render_outcome(outcome: TestOutcome, max_chars: int) -> str:
         lines.append(f"environment: {outcome.environment}")
     for f in outcome.failures:
         where = f" at {f.path}:{f.line}" if f.path else ""
-        lines.append(f"FAILED {f.test_id}{where}: {f.type}: {f.message}".rstrip(": "))
+        message = sanitize_untrusted(f.message, limit=max_chars)  # test output: plain text
+        lines.append(f"FAILED {f.test_id}{where}: {f.type}: {message}".rstrip(": "))
         lines += [f"    {fr.path}:{fr.line} in {fr.function}" for fr in f.frames]
     kept, dropped = clip(lines, max_chars)
     return "\n".join(kept) + (f"\n({dropped} more lines)" if dropped else "")

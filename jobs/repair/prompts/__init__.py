@@ -125,11 +125,13 @@ def render_task(task: RepairTask, *, max_failures: int = 20) -> str:
         parts.append(kind or "Make the failing checks pass.")
     elif task.kind == "issue":
         parts.append("Resolve the issue reported below.")
-        issue = f"{sanitize_untrusted(task.title, limit=300)}\n\n{sanitize_untrusted(task.body)}".strip()
+        title = sanitize_untrusted(task.title, limit=300, markdown=True)
+        issue = f"{title}\n\n{sanitize_untrusted(task.body, markdown=True)}".strip()
         parts.append(fence_untrusted("issue", issue))
     else:
         parts.append("Revise the existing ARCS pull request as the reviewer asks below.")
-        parts.append(fence_untrusted("review", sanitize_untrusted(f"{task.title}\n\n{task.body}".strip())))
+        review = sanitize_untrusted(f"{task.title}\n\n{task.body}".strip(), markdown=True)
+        parts.append(fence_untrusted("review", review))
     if task.test_command:
         parts.append(f"Test command: {task.test_command}")
     if task.failures:
