@@ -33,6 +33,17 @@ Permission = Literal["admin", "maintain", "write", "triage", "read", "none"]
 WRITE_PERMISSIONS: frozenset[str] = frozenset({"admin", "maintain", "write"})
 """Permissions that may ask ARCS for work (commands, issue labels)."""
 
+
+def is_bot_account(login: str | None, user_type: str | None = None) -> bool:
+    """An App or bot account: ``type`` ``Bot`` or a login ending in ``[bot]``.
+
+    Such an account never gains trust: whatever permission, association or label it carries, it
+    acts on other people's input (a triage bot labels what a stranger wrote), so it cannot ask
+    ARCS for work.
+    """
+    return user_type == "Bot" or (login or "").strip().casefold().endswith("[bot]")
+
+
 CheckConclusion = Literal["success", "failure", "neutral", "cancelled", "skipped", "action_required"]
 Reaction = Literal["+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"]
 

@@ -38,6 +38,7 @@ from jobs.ports import (
     IndexService,
     JobSettings,
     RepairService,
+    is_bot_account,
 )
 
 log = structlog.get_logger("arcs.pipeline")
@@ -257,7 +258,11 @@ class AttemptRun:
 
         Both ways of asking ARCS for work go through it: an issue label and a ``/arcs`` command.
         """
-        permission = self.gh.get_permission(self.repo, user) if user else "none"
+        # A bot's permission is its App's, granted for other work: it never asks for a repair.
+        if is_bot_account(user):
+            permission = "a bot's"
+        else:
+            permission = self.gh.get_permission(self.repo, user) if user else "none"
         if permission in WRITE_PERMISSIONS:
             return None
         return self.refuse(

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from bot.action.env import ActionEnv
 from bot.commands import Command, CommandError, parse_command
+from jobs.ports import is_bot_account
 
 Kind = Literal["push", "pull_request", "workflow_run", "issue_comment"]
 Decision = Literal["repair", "skip", "refuse"]
@@ -217,7 +218,7 @@ def _issue_comment(env: ActionEnv, event: Mapping[str, Any], default_branch: str
             base, "skip", f"the comment was {action or 'not created'}: only new comments are commands"
         )
     user_type = _str(_get(event, "comment", "user", "type"))
-    if user_type == "Bot":
+    if is_bot_account(_str(_get(event, "comment", "user", "login")), user_type):
         return _replace(base, "skip", "the comment is a bot's: bots do not give ARCS commands")
     parsed = parse_command(_str(_get(event, "comment", "body")))
     if parsed is None:

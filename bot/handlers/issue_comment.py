@@ -18,16 +18,13 @@ from bot.commands import CommandError, parse_command
 from bot.handlers.views import IssueComment
 from bot.routing import Decision, RouteContext, Router, enqueue, ignore
 from jobs.messages import Command, HandleCommand
+from jobs.ports import is_bot_account
 
 router = Router("issue_comment")
 
 
 def _is_bot(login: str, user_type: str | None, settings_login: str) -> bool:
-    return (
-        user_type == "Bot"
-        or login.casefold() == settings_login.casefold()
-        or login.casefold().endswith("[bot]")
-    )
+    return is_bot_account(login, user_type) or login.casefold() == settings_login.casefold()
 
 
 def _message(event: IssueComment, ctx: RouteContext) -> HandleCommand:
