@@ -54,6 +54,7 @@ __all__ = [
     "pr_body",
     "pr_title",
     "refusal_comment",
+    "refused_section",
     "status_comment",
     "status_marker",
     "truncate",
@@ -285,6 +286,20 @@ def pr_body(
 # --------------------------------------------------------------------------- check run
 
 
+def refused_section(result: RepairSummary) -> str:
+    """The candidates the patch threat check refused, each line naming the rule (the rules:
+    ``jobs/repair/threat_rules.json``); none of them was run or published."""
+    shown = [f"- {defuse(_one_line(line, 400))}" for line in result.refused[:20]]
+    if len(result.refused) > 20:
+        shown.append(f"- … and {len(result.refused) - 20} more")
+    return (
+        "## Refused by the patch threat check\n\n"
+        "ARCS never runs or publishes a patch that adds network, subprocess or environment access, "
+        "edits files that run at test or build time, or adds encoded blobs, unless the task asks for "
+        "exactly that:\n" + "\n".join(shown)
+    )
+
+
 def check_run_conclusion(result: RepairSummary | None, *, skipped: bool = False) -> str:
     """``success`` when a fix was found, ``skipped`` when ARCS did not try, else ``neutral``.
 
@@ -340,6 +355,8 @@ def check_run_output(
         summary = f"ARCS did not open a pull request: {defuse(_one_line(why, 2000))}"
         if result is not None and (notes := change_notes(result)):
             summary += f"\n\n{notes}"
+    if result is not None and result.refused:
+        summary += "\n\n" + refused_section(result)
     if result is not None and status == "completed":
         summary += "\n\n## Verification\n\n" + verification_table(result)
         summary += "\n\n## Cost\n\n" + cost_table(result)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from jobs.repair import trace_read
 from jobs.repair.report import RepairReport
+from jobs.repair.threats import threat_notices
 from jobs.summary import RepairSummary, TestTally
 
 if TYPE_CHECKING:
@@ -87,6 +88,7 @@ def attempt_summary(
         on_no_fix=_recorded(r, "on_no_fix"),
         revert_sha=r.revert.sha if r.revert is not None and r.revert.files else "",
         revert_skipped=_recorded(r, "revert_skipped"),
+        refused=threat_notices(r.notices),
     )
 
 

@@ -109,6 +109,9 @@ class RepairSummary:
     """The culprit a verified revert pull request is (being) opened for ('' none)."""
     revert_skipped: str = ""
     """Under ``on_no_fix: revert``: why no revert was opened ('' when not recorded)."""
+    refused: tuple[str, ...] = ()
+    """Candidates the patch threat check refused, one line each naming its rule
+    (:func:`jobs.repair.threats.threat_notices` of the report's notices)."""
 
     @property
     def partial(self) -> bool:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from jobs import render
 from jobs.render import RepairSummary, TestTally, defuse, fenced
+from jobs.repair.threats import threat_notices
 
 if TYPE_CHECKING:
     from jobs.repair.report import Culprit, RepairReport
@@ -162,6 +163,7 @@ def repair_summary(
         head_sha=head_sha,
         changes=r.changes,
         culprit=r.culprit,
+        refused=threat_notices(r.notices),
     )
 
 

@@ -1,7 +1,7 @@
 """One round's candidates, from proposal to score.
 
 :class:`Candidates` prepares each proposal (dedup by proposal and by normalized patch, apply,
-static gates: applies, syntax, policy, size), runs the target tests of up to ``parallel``
+static gates: applies, syntax, policy, size, threats), runs the target tests of up to ``parallel``
 candidates at a time (how many may run is fixed up front from the budget), then the targets
 gate and, when the targets pass, the regression suite; scores every candidate and encodes its
 feedback. Tier 0 also combines candidates that each fixed different targets (:meth:`pairs`).
@@ -21,6 +21,7 @@ from jobs.repair.model import Feedback, GateResult, Proposal
 from jobs.repair.ports import Clock
 from jobs.repair.state import Pending, RunState, Scored, covers_all, narrowing
 from jobs.repair.testruns import TestRuns
+from jobs.repair.threats import TaskNames, note_refusals, threat_gate
 from jobs.repair.tiers import TierConfig
 from jobs.repair.trace import CandidateRecord, RoundRecord
 from jobs.repair.workbench import CandidateRun, TestOutcome, Workbench
@@ -231,8 +232,11 @@ class Candidates:
                 allowed=self.config.gates.allowed,
             ),
             size_gate(stats, max_files=self.config.gates.max_files, max_lines=self.config.gates.max_lines),
+            # Before any run: a refused candidate is never executed, verified or published.
+            threat_gate(applied, TaskNames.of(st.task, st.base.outcome.failures if st.base.outcome else ())),
         ]
         cand.gates.extend(static)
+        note_refusals(st.trace.notices, static[-1], cand.id)
         cand.timings["gates_s"] = self.clock.monotonic() - t
         rejected = [g for g in static if not g.passed]
         if rejected:

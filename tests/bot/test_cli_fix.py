@@ -135,6 +135,7 @@ def test_fix_json_shape_and_the_work_tree_is_untouched(
         "syntax",
         "policy",
         "size",
+        "threats",
         "targets",
         "regressions",
         "verification",

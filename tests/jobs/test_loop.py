@@ -187,7 +187,7 @@ def test_halts_on_the_first_round_with_a_submittable_candidate() -> None:
     result = loop.run(ci_task(), Budget(), "large")
     assert result.fixed and result.verdict == "fixed" and len(result.trace.rounds) == 1
     assert "age >= 18" in result.patch
-    gates = ["applies", "syntax", "policy", "size", "targets", "regressions", "verification"]
+    gates = ["applies", "syntax", "policy", "size", "threats", "targets", "regressions", "verification"]
     assert [g.gate for g in result.gates] == gates
     assert all(g.passed for g in result.gates)
     assert result.tests_after is not None and set(result.tests_after.passed) == {T, CHILD, DOUBLE}
