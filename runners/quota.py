@@ -12,7 +12,8 @@ No mount option or filesystem quota is needed: a watcher on the host polls while
   followed, no file opened), plus the blocks of deleted files the run still holds open.
 
 The run is stopped (``killed_by="disk"``) when workspace growth plus temp use reaches the quota, or
-when a temp mount is full. Start cost: one walk of the workspace (bench/RESULTS.md, Sandbox).
+when a temp mount is full. Cost: one walk of the workspace at the start, one more at the end when
+its filesystem grew by 1 MiB or more meanwhile (bench/RESULTS.md, Sandbox).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+_FINAL_SLACK = 1 << 20
+"""Below this much growth of the workspace's filesystem, the end of a run needs no walk."""
 _FULL_MARGIN = 1 << 20
 """A temp mount with less than this free counts as full (its writes fail with ENOSPC)."""
 
@@ -161,9 +164,11 @@ class DiskWatch:
             return 0
 
     def final(self) -> bool:
-        """After the run: walk the workspace once more (a run may end between two polls); True
-        when its growth plus the temp use last seen reached the quota."""
-        self._next_walk = self._clock()
+        """After the run: walk the workspace once more (a run may end between two polls) unless its
+        filesystem grew by less than 1 MiB since the last walk; True when its growth plus the temp
+        use last seen reached the quota."""
+        if self._fs_used() - self._fs_at_walk >= _FINAL_SLACK:
+            self._next_walk = self._clock()
         return self.poll(None, list)
 
     def poll(self, sandbox_pid: int | None, pids: Callable[[], Iterable[int]]) -> bool:
