@@ -156,7 +156,6 @@ class RunGuard:
         self.tree: Callable[[], Iterable[int]] = list
         """The run's processes when there is no cgroup to list them."""
         self._next = 0.0
-        self._stopped: KilledBy | None = None
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         """``argv`` entering the run's cgroup first (unchanged without one)."""
@@ -178,7 +177,6 @@ class RunGuard:
             verdict = "processes"
         elif self.disk is not None and self.disk.poll(self.sandbox_pid(), self._pids):
             verdict = "disk"
-        self._stopped = verdict
         return verdict
 
     def finish(self, done: Supervised) -> Supervised:
