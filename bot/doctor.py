@@ -8,7 +8,7 @@ temporary file. Each check runs with a deadline, so a host that swallows packets
 failure instead of a hang.
 
 Checks (:data:`CHECKS`): ``settings``, ``web``, ``database``, ``broker``, ``qdrant``, ``github``,
-``sandbox``, ``embedder``, ``llm``. Only ``github`` uses the network beyond the configured
+``sandbox``, ``limits``, ``embedder``, ``llm``. Only ``github`` uses the network beyond the configured
 services (``GET /app`` with the App's JWT), and not with ``offline``.
 """
 
@@ -587,6 +587,31 @@ def check_sandbox(settings: Settings, options: DoctorOptions) -> CheckResult:
     return _ok(name, f"bubblewrap runs commands isolated ({sandbox.mode} mode)")
 
 
+def check_limits(settings: Settings, options: DoctorOptions) -> CheckResult:
+    """Which mechanism holds each per-run sandbox limit (CPU, memory, processes, disk) on this host."""
+    from runners.guard import LimitEnforcer
+
+    name = "limits"
+    if settings.runner == "docker":
+        return _ok(
+            name, "ARCS_RUNNER=docker: the container engine applies the memory, CPU and process limits"
+        )
+    enforcer = LimitEnforcer(settings.sandbox_limits())
+    # Permissions are checked, not tried: the doctor creates no cgroup and moves no process.
+    found = enforcer.find_cgroups(dry_run=True)
+    summary = "; ".join(f"{limit}: {how}" for limit, how in enforcer.mechanisms(found).items())
+    missing = found.reason
+    if missing:
+        return _warn(
+            name,
+            f"{summary} ({_one_line(missing, 160)})",
+            "give the worker a writable cgroup: systemd Delegate=cpu memory pids, or ARCS_SANDBOX_CGROUP "
+            "(docs/deploy.md, 'Sandbox limits'); without one a run's processes, memory and CPU are "
+            "bounded only per process and per uid",
+        )
+    return _ok(name, summary)
+
+
 def check_embedder(settings: Settings, options: DoctorOptions) -> CheckResult:
     """The embedding model's weights are installed (``deep``: it loads and embeds a sample)."""
     name = "embedder"
@@ -653,6 +678,7 @@ CHECKS: Mapping[str, Check] = {
     "qdrant": check_qdrant,
     "github": check_github,
     "sandbox": check_sandbox,
+    "limits": check_limits,
     "embedder": check_embedder,
     "llm": check_llm,
 }

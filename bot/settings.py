@@ -17,11 +17,13 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
 )
 
 from bot.errors import ConfigError
 from indexing.config import IndexConfig
+from runners.limits import SandboxLimits
 
 DEFAULT_EXCLUDES: tuple[str, ...] = (
     ".git/",
@@ -189,6 +191,28 @@ class Settings(BaseModel):
     ``host:port`` or ``*.domain``. An exact ``host:port`` here may be a private or loopback address
     (an internal mirror); a repository's ``.arcs.yml`` ``setup_network.allow`` never can."""
 
+    # --- limits of each sandboxed run (bubblewrap; `arcs doctor` says which mechanism holds each) ---
+    sandbox_disk_mb: int = Field(default=4096, ge=0)
+    """How much one sandboxed command may grow its workspace and temp space (``/tmp``, ``$HOME``)
+    together, in MiB; past it the command is stopped (a watcher on the host) and the verdict says
+    so. 0: no quota (only the 1 GiB per-file limit)."""
+    sandbox_cpus: float = Field(default=2.0, ge=0, le=4096)
+    """CPU cores one sandboxed command's processes may use together (a cgroup's ``cpu.max``; it is
+    throttled beyond). 0: no limit. Needs a writable cgroup (docs/deploy.md, Sandbox limits)."""
+    sandbox_memory_mb: int = Field(default=4096, ge=0)
+    """Memory of one sandboxed command's whole process tree in MiB, page cache and tmpfs included, no
+    swap (a cgroup's ``memory.max``); the kernel kills it past that. 0: only the per-process limit
+    (``.arcs.yml`` ``memory_mb``, default 2048)."""
+    sandbox_processes: int = Field(default=512, ge=2, le=1_000_000)
+    """Processes and threads of one sandboxed command (a cgroup's ``pids.max``, else
+    ``RLIMIT_NPROC`` per sandbox uid); a fork past it stops the command."""
+    sandbox_total_processes: int = Field(default=4096, ge=0, le=4_000_000)
+    """Processes of all sandboxes together, of every worker process sharing the cgroup (its
+    ``arcs-sandboxes/pids.max``). 0: no shared cap. At least ``ARCS_SANDBOX_PROCESSES``."""
+    sandbox_cgroup: Path | None = None
+    """The cgroup folder run cgroups are created under (e.g. ``/sys/fs/cgroup/arcs.slice``, delegated
+    to the worker's user); unset: the worker's own cgroup."""
+
     @field_validator("exclude", mode="before")
     @classmethod
     def _split_exclude(cls, value: object) -> object:
@@ -213,6 +237,35 @@ class Settings(BaseModel):
             parse_allow_list(value, trusted=True)
         except PolicyError as exc:
             raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("sandbox_memory_mb")
+    @classmethod
+    def _check_sandbox_memory(cls, value: int) -> int:
+        if 0 < value < 16:
+            raise ValueError("must be 0 (off) or at least 16 MiB")
+        return value
+
+    @field_validator("sandbox_cpus")
+    @classmethod
+    def _check_sandbox_cpus(cls, value: float) -> float:
+        if 0 < value < 0.01:
+            raise ValueError("must be 0 (off) or at least 0.01 cores")
+        return value
+
+    @field_validator("sandbox_total_processes")
+    @classmethod
+    def _check_total_processes(cls, value: int, info: ValidationInfo) -> int:
+        per_run = info.data.get("sandbox_processes")
+        if value and isinstance(per_run, int) and value < per_run:
+            raise ValueError(f"must be 0 (off) or at least ARCS_SANDBOX_PROCESSES ({per_run})")
+        return value
+
+    @field_validator("sandbox_cgroup")
+    @classmethod
+    def _check_sandbox_cgroup(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_absolute():
+            raise ValueError("must be an absolute path (a cgroup folder)")
         return value
 
     @field_validator("runner_image", "runner_runtime")
@@ -253,6 +306,17 @@ class Settings(BaseModel):
     def index_dir(self) -> Path:
         """Folder for per-repository index manifests."""
         return self.home / "index"
+
+    def sandbox_limits(self) -> SandboxLimits:
+        """The per-run sandbox limits as the plain values :mod:`runners` takes (0 turns one off)."""
+        return SandboxLimits(
+            disk_mb=self.sandbox_disk_mb or None,
+            cpus=self.sandbox_cpus or None,
+            memory_mb=self.sandbox_memory_mb or None,
+            processes=self.sandbox_processes,
+            total_processes=self.sandbox_total_processes or None,
+            cgroup_parent=self.sandbox_cgroup,
+        )
 
     def index_config(self) -> IndexConfig:
         """The plain values the ``indexing`` layer runs on (it never sees the settings)."""

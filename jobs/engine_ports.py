@@ -12,13 +12,14 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from indexing.config import IndexConfig
 from jobs.repair.errors import ArcsError
 from runners.base import Runner
+from runners.limits import SandboxLimits
 
 if TYPE_CHECKING:
     from indexing.retriever import Retriever
@@ -45,6 +46,9 @@ class RunnerSettings(Protocol):
     def setup_network(self) -> str: ...
     @property
     def setup_network_allow(self) -> tuple[str, ...]: ...
+    def sandbox_limits(self) -> SandboxLimits:
+        """The per-run sandbox limits (``ARCS_SANDBOX_*``)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +60,7 @@ class RunnerConfig:
     runtime: str | None = None
     setup_network: str = "registries"
     setup_network_allow: tuple[str, ...] = ()
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
 
     @classmethod
     def of(cls, settings: RunnerSettings) -> RunnerConfig:
@@ -66,6 +71,7 @@ class RunnerConfig:
             runtime=settings.runner_runtime,
             setup_network=settings.setup_network,
             setup_network_allow=tuple(settings.setup_network_allow),
+            limits=settings.sandbox_limits(),
         )
 
 
@@ -86,6 +92,7 @@ def make_runner(
         image=config.image,
         runtime=config.runtime,
         setup_network=EgressPolicy.build(config.setup_network, config.setup_network_allow, setup_allow),
+        limits=config.limits,
     )
 
 

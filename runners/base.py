@@ -7,7 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
-KilledBy = Literal["timeout", "memory", "output", "signal"]
+KilledBy = Literal["timeout", "memory", "output", "signal", "disk", "processes"]
+"""Why the sandbox stopped a command: its wall time, memory (the kernel's OOM killer in the run's
+cgroup, or an allocation failure at the per-process limit), captured output, a signal, the disk
+quota (workspace and temp space), or the process limit (a fork refused)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +31,13 @@ class Execution:
     """Small files the command produced that the caller asked for (e.g. JUnit XML), by relative path."""
     hang: str = ""
     """On a timeout: the processes that were still running at the deadline (one line), else ''."""
+    limit: str = ""
+    """When a limit stopped the command: one line naming it and its value, e.g. ``stopped: the
+    workspace and its temp space reached the 2048 MiB disk quota (2051 MiB written)``; else ''."""
+    usage: Mapping[str, int] = field(default_factory=dict)
+    """What the kernel counted for the run when the runner measures it (``pids_peak``,
+    ``memory_peak_bytes``, ``oom_kills``, ``cpu_throttled``, ``cpu_throttled_us``,
+    ``disk_peak_bytes``...); empty otherwise."""
 
     @property
     def ok(self) -> bool:

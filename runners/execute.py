@@ -139,7 +139,7 @@ def run_in_workspace(
             tail = [ln for ln in strip_ansi(setup.stdout + "\n" + setup.stderr).splitlines() if ln.strip()][
                 -8:
             ]
-            why = setup.killed_by or f"exit code {setup.exit_code}"
+            why = setup.limit.removeprefix("stopped: ") or setup.killed_by or f"exit code {setup.exit_code}"
             failed_setup = TestRun(
                 command=resolved.command,
                 exit_code=setup.exit_code,

@@ -14,6 +14,7 @@ from jobs.repair.errors import ConfigError
 from runners.base import Runner
 from runners.docker import DockerOptions, DockerRunner
 from runners.egress import EgressPolicy
+from runners.limits import SandboxLimits
 from runners.sandbox import LocalSandbox, SandboxUnavailable, UnsafeLocalRunner
 
 __all__ = ["RunnerKind", "SandboxUnavailable", "make_runner"]
@@ -31,6 +32,7 @@ def make_runner(
     runtime: str | None = None,
     docker: str = "docker",
     setup_network: EgressPolicy | None = None,
+    limits: SandboxLimits | None = None,
 ) -> Runner:
     """The runner for this machine, checked: the one place that turns settings into a runner.
 
@@ -40,7 +42,8 @@ def make_runner(
       ``runtime`` (``runsc``: gVisor); ``toolchain_paths`` do not apply (the image has its own).
 
     ``setup_network`` is the setup phase's network policy (default: the package registries only);
-    the unsafe runner cannot enforce it.
+    the unsafe runner cannot enforce it. ``limits`` are bubblewrap's per-run CPU, memory, process
+    and disk limits (``ARCS_SANDBOX_*``; default :class:`SandboxLimits`).
 
     Raises :class:`SandboxUnavailable` (one line, saying what to install, start or set) when the
     chosen runner cannot run here, and :class:`ConfigError` when ``image`` is missing for docker.
@@ -51,7 +54,7 @@ def make_runner(
         return _docker_runner(image=image, runtime=runtime, docker=docker, setup_network=setup_network)
     if kind != "bubblewrap":
         raise ConfigError(f"ARCS_RUNNER: unknown runner {kind!r} (use bubblewrap or docker)")
-    sandbox = LocalSandbox(toolchain_paths=toolchain_paths, setup_network=setup_network)
+    sandbox = LocalSandbox(toolchain_paths=toolchain_paths, setup_network=setup_network, limits=limits)
     sandbox.check()
     return sandbox
 

@@ -7,7 +7,8 @@ Two halves:
   a ``preexec_fn``) keeps ``subprocess`` fork-safe in a threaded host, and it makes ``RLIMIT_NPROC``
   count per sandbox: in a fresh user namespace the kernel tracks processes per (namespace, uid).
 * :func:`supervise` starts the process in its own session, drains stdout/stderr incrementally with a
-  cap per stream, and SIGKILLs the whole process group on wall-time or runaway output. At the
+  cap per stream, and SIGKILLs the whole process group on wall-time or runaway output, or when a
+  ``watch`` callback (the per-run cgroup and disk quota of :mod:`runners.guard`) says so. At the
   wall-time deadline it first records the processes still running and sends SIGABRT to the Python
   ones among them: with ``PYTHONFAULTHANDLER=1`` (set for every test run) each prints the stack of
   all its threads, which becomes the frames of the ``timeout`` failure; ``dump_grace_s`` later the
@@ -23,7 +24,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import IO
 
@@ -41,10 +42,57 @@ _POLL_S = 0.1
 # After the main process exits, grandchildren may still hold the pipes; wait this long for EOF.
 _DRAIN_GRACE_S = 1.0
 
+_NO_SPACE = re.compile(rb"No space left on device|\bENOSPC\b|\bEDQUOT\b|Disk quota exceeded")
+
 _OOM_PATTERN = re.compile(
     rb"\bMemoryError\b|Cannot allocate memory|std::bad_alloc|out of memory|OutOfMemoryError"
     rb"|JavaScript heap out of memory|memory allocation of \d+ bytes failed"
 )
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxLimits:
+    """The host-wide limits of every sandboxed run (``ARCS_SANDBOX_*``), as plain values.
+
+    Each limit is enforced by the best mechanism the host offers (:mod:`runners.guard`); None or 0
+    turns a limit off.
+    """
+
+    disk_mb: int | None = 4096
+    """How much one run may grow its workspace and temp space together (MiB)."""
+    cpus: float | None = 2.0
+    """CPU time of one run's whole process tree, in cores (cgroup ``cpu.max``)."""
+    memory_mb: int | None = 4096
+    """Memory of one run's whole process tree, page cache and tmpfs included (cgroup ``memory.max``)."""
+    processes: int = 512
+    """Processes and threads of one run (cgroup ``pids.max``, else ``RLIMIT_NPROC``)."""
+    total_processes: int | None = 4096
+    """Processes of all the sandboxes of the worker processes in one cgroup together."""
+    cgroup_parent: Path | None = None
+    """The cgroup folder to create run cgroups under (None: this process's own cgroup)."""
+    cgroup_group: str = "arcs-sandboxes"
+    """Name of the folder under the parent that holds every run's cgroup (and the total cap)."""
+
+    def __post_init__(self) -> None:
+        if self.disk_mb is not None and self.disk_mb < 1:
+            raise UsageError(f"the disk quota must be at least 1 MiB, not {self.disk_mb}")
+        if self.cpus is not None and not 0.01 <= self.cpus <= 4096:
+            raise UsageError(f"the CPU limit must be between 0.01 and 4096 cores, not {self.cpus}")
+        if self.memory_mb is not None and self.memory_mb < 16:
+            raise UsageError(f"the sandbox memory limit must be at least 16 MiB, not {self.memory_mb}")
+        if self.processes < 2:
+            raise UsageError(f"the process limit must be at least 2, not {self.processes}")
+        if self.total_processes is not None and self.total_processes < self.processes:
+            raise UsageError(
+                f"the total process limit ({self.total_processes}) is below one run's ({self.processes})"
+            )
+        if not self.cgroup_group or "/" in self.cgroup_group or self.cgroup_group in (".", ".."):
+            raise UsageError(f"the cgroup group must be one folder name, not {self.cgroup_group!r}")
+
+    @classmethod
+    def off(cls, *, processes: int = 512) -> SandboxLimits:
+        """Only the rlimits (the sandbox before per-run cgroups and quotas)."""
+        return cls(disk_mb=None, cpus=None, memory_mb=None, processes=processes, total_processes=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +170,14 @@ def looks_out_of_memory(exit_code: int, stderr_tail: bytes) -> bool:
     return any(_OOM_PATTERN.search(line) for line in last)
 
 
+def looks_out_of_space(exit_code: int, stderr_tail: bytes) -> bool:
+    """Best-effort, like :func:`looks_out_of_memory`: the last stderr lines report ENOSPC."""
+    if exit_code == 0:
+        return False
+    last = [line for line in stderr_tail.splitlines() if line.strip()][-3:]
+    return any(_NO_SPACE.search(line) for line in last)
+
+
 class _Capture:
     """Keeps the first ``cap`` bytes of a stream and counts the rest."""
 
@@ -167,6 +223,23 @@ class Supervised:
     truncated: bool
     hang: str = ""
     """On a timeout: the processes still running at the deadline (one line)."""
+    stderr_tail: str = ""
+    """The last few KiB of stderr (kept even past the output cap)."""
+    limit: str = ""
+    """One line naming the limit that stopped the run and its value ('' when none did)."""
+    usage: Mapping[str, int] = field(default_factory=dict)
+    """What the kernel counted for the run (cgroup peaks, throttling, disk use), when measured."""
+
+
+def stop_line(killed_by: KilledBy | None, limits: Limits) -> str:
+    """The user-visible line for a stop :func:`supervise` itself decided (time, output, rlimits)."""
+    if killed_by == "timeout":
+        return f"stopped: the command ran past its {limits.timeout_s:g} s time limit"
+    if killed_by == "output":
+        return f"stopped: the command wrote more than {limits.output_kill_bytes >> 20} MiB of output"
+    if killed_by == "memory":
+        return f"stopped: a process ran out of memory (the limit is {limits.memory_mb} MiB per process)"
+    return ""
 
 
 _MAX_TREE_CHARS = 600
@@ -250,12 +323,15 @@ def supervise(
     pass_fds: Sequence[int] = (),
     kill: Callable[[subprocess.Popen[bytes]], None] = kill_process_group,
     reap_group: bool = False,
+    watch: Callable[[], KilledBy | None] | None = None,
 ) -> Supervised:
     """Run ``argv`` to completion under ``limits`` and capture its output.
 
     The process leads a new session, so ``kill`` (default: SIGKILL to the group) reaches its
     descendants. ``reap_group`` also kills the group once the main process has exited, for runners
-    without a pid namespace that would otherwise leave background jobs behind.
+    without a pid namespace that would otherwise leave background jobs behind. ``watch`` is called
+    about every 0.1 s while the command runs; when it names a limit, the command is killed with
+    that ``killed_by``.
     """
     out = _Capture(limits.output_cap_bytes)
     err = _Capture(limits.output_cap_bytes)
@@ -282,6 +358,7 @@ def supervise(
     kill_at: float | None = None
     """Set at the deadline while Python processes print their stacks; the kill follows."""
     killed = False
+    watched = False
     hang = ""
     sel = selectors.DefaultSelector()
     try:
@@ -301,6 +378,12 @@ def supervise(
                 if signalled and limits.dump_grace_s > 0:
                     kill_at = now + limits.dump_grace_s
                 else:
+                    kill(proc)
+                    killed = True
+            if killed_by is None and watch is not None and exited_at is None:
+                verdict = watch()
+                if verdict is not None:
+                    killed_by, watched = verdict, True
                     kill(proc)
                     killed = True
             if kill_at is not None and (now >= kill_at or exited_at is not None):
@@ -353,7 +436,8 @@ def supervise(
             kill(proc)
             proc.wait()
     code = proc.returncode
-    exit_code = -signal.SIGKILL if killed_by in ("timeout", "output") else signal_exit_code(code)
+    forced = watched or killed_by in ("timeout", "output")
+    exit_code = -signal.SIGKILL if forced else signal_exit_code(code)
     if killed_by is None and looks_out_of_memory(exit_code, err.tail):
         killed_by = "memory"
     return Supervised(
@@ -364,4 +448,6 @@ def supervise(
         killed_by=killed_by,
         truncated=out.truncated or err.truncated,
         hang=hang,
+        stderr_tail=err.tail.decode("utf-8", errors="replace"),
+        limit=stop_line(killed_by, limits) if not watched else "",
     )

@@ -298,7 +298,8 @@ def parse_output(
             TestFailure(
                 id="<run>",
                 type=execution.killed_by,
-                message=f"the sandbox stopped the command ({execution.killed_by})",
+                # The limit and its value ("stopped: the sandbox reached its 512-process limit").
+                message=execution.limit or f"the sandbox stopped the command ({execution.killed_by})",
             )
         )
     elif execution.exit_code != 0 and not failed and not errors:

@@ -17,13 +17,17 @@ What the sandbox sees (``LocalSandbox``):
   keeps it offline, ``host`` (unsafe) shares the host's network;
 * its own pid namespace: when the command exits or is killed, every process it left is killed too.
 
-Limits: wall time (SIGKILL to the whole sandbox), ``RLIMIT_DATA`` (memory), ``RLIMIT_NPROC``
-(processes and threads), ``RLIMIT_FSIZE`` and the size of captured output (:mod:`runners.limits`).
+Limits: wall time (SIGKILL to the whole sandbox), ``RLIMIT_DATA`` (memory per process),
+``RLIMIT_FSIZE`` and the size of captured output (:mod:`runners.limits`); per run, through the
+host's cgroups where it offers them, CPU time, memory and processes of the whole tree, plus a cap
+on the processes of all sandboxes together, and a disk quota on the workspace and temp space
+(:mod:`runners.guard`; without cgroups, ``RLIMIT_NPROC`` per sandbox uid).
 
 Two ways to get an unprivileged sandbox user, picked by ``privilege="auto"``:
 
 * ``setpriv`` (host runs as root): bubblewrap runs privileged and the command drops to a fresh,
-  unused uid (``setpriv --reuid``, no capabilities, ``no_new_privs``). The workspace is chowned to
+  unused uid (``setpriv --reuid``, no capabilities, ``no_new_privs``), leased across every worker
+  process of the host (:mod:`runners.uids`). The workspace is chowned to
   that uid for the run and back afterwards. A non-root uid is what makes ``RLIMIT_NPROC`` bite: the
   kernel never applies it to uid 0, even inside a user namespace.
 * ``userns`` (host runs as a normal user): an unprivileged user namespace; the command runs as
@@ -39,7 +43,6 @@ import atexit
 import contextlib
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
@@ -53,16 +56,21 @@ import structlog
 
 from jobs.repair.errors import ArcsError, UsageError
 from runners.base import Execution
+from runners.cgroups import CgroupError
 from runners.egress import MAVEN_SETTINGS_NAME, RELAY_DIR, EgressPolicy
 from runners.egress_session import network_plan
+from runners.guard import LimitEnforcer, RunGuard
 from runners.limits import (
     DEFAULT_OUTPUT_CAP,
     DEFAULT_OUTPUT_KILL,
     Limits,
+    SandboxLimits,
     Supervised,
     limited_shell_argv,
+    process_tree,
     supervise,
 )
+from runners.uids import DEFAULT_STATE_DIR, UidLeaseError, uid_leases
 from runners.workspace import default_root, remove_tree, sweep_stale
 
 log = structlog.get_logger(__name__)
@@ -77,10 +85,6 @@ MAX_ARTIFACT_BYTES = 1 << 20
 
 _SHELL = "/bin/sh"
 _USERNS_ID = 1000
-# Sandbox uids in setpriv mode: far above login users, container subuid ranges and systemd's
-# dynamic users, so the kernel's per-uid process count belongs to one sandbox alone.
-_UID_BASE = 2_000_000_000
-_UID_SPAN = 1 << 24
 _SYSTEM_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # /etc entries that runtimes read and that hold no secrets (not /etc/ssl wholesale: ssl/private).
 # They are copied once into a private staging folder that is bound as the sandbox's /etc: one mount
@@ -116,30 +120,6 @@ _TMPFS_SHM_MB = 256
 
 class SandboxUnavailable(ArcsError):
     """bubblewrap is missing or cannot create a sandbox on this machine."""
-
-
-class _UidPool:
-    """Hands out distinct sandbox uids to concurrent runs of this process."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._used: set[int] = set()
-        self._rng = random.SystemRandom()
-
-    def acquire(self) -> int:
-        with self._lock:
-            while True:
-                uid = _UID_BASE + self._rng.randrange(_UID_SPAN)
-                if uid not in self._used:
-                    self._used.add(uid)
-                    return uid
-
-    def release(self, uid: int) -> None:
-        with self._lock:
-            self._used.discard(uid)
-
-
-_UIDS = _UidPool()
 
 
 def sandbox_env(path: str, extra: Mapping[str, str] | None, *, home: str = SANDBOX_HOME) -> dict[str, str]:
@@ -202,6 +182,8 @@ def _execution(command: str, done: Supervised, artifacts: Mapping[str, str]) -> 
         truncated=done.truncated,
         artifacts=dict(artifacts),
         hang=done.hang,
+        limit=done.limit,
+        usage=dict(done.usage),
     )
 
 
@@ -307,6 +289,8 @@ class LocalSandbox:
         output_cap_bytes: int = DEFAULT_OUTPUT_CAP,
         output_kill_bytes: int = DEFAULT_OUTPUT_KILL,
         setup_network: EgressPolicy | None = None,
+        limits: SandboxLimits | None = None,
+        uid_state_dir: Path = DEFAULT_STATE_DIR,
     ) -> None:
         """Find bubblewrap (raise :class:`SandboxUnavailable` if absent); run nothing yet.
 
@@ -314,6 +298,9 @@ class LocalSandbox:
         lead ``PATH``; ``bind_python`` adds the running interpreter's installation
         (``sys.base_prefix``) the same way. ``setup_network`` is what ``network=True`` runs get
         (default: the package registries only, :class:`runners.egress.EgressPolicy`).
+        ``limits`` are the per-run CPU, memory, process and disk limits (default:
+        :class:`SandboxLimits` with ``processes=max_processes``); ``uid_state_dir`` holds the
+        uid leases of setpriv mode, shared by every worker process of the host.
         """
         found = shutil.which(str(bwrap) if bwrap is not None else "bwrap")
         if found is None:
@@ -324,7 +311,10 @@ class LocalSandbox:
             )
         self.bwrap = found
         self.privilege: Privilege = privilege
-        self.max_processes = max_processes
+        self.limits = limits if limits is not None else SandboxLimits(processes=max_processes)
+        self.max_processes = self.limits.processes
+        self.enforcer = LimitEnforcer(self.limits)
+        self.uid_state_dir = Path(uid_state_dir)
         self.max_file_mb = max_file_mb
         self.tmpfs_mb = tmpfs_mb
         self.output_cap_bytes = output_cap_bytes
@@ -357,8 +347,22 @@ class LocalSandbox:
             return self._mode
 
     def check(self) -> None:
-        """Start a trivial sandbox once; raise :class:`SandboxUnavailable` with bwrap's reason if it fails."""
+        """Start a trivial sandbox once; raise :class:`SandboxUnavailable` with bwrap's reason if it fails.
+
+        Also finds the mechanism of each limit (:meth:`limit_mechanisms`).
+        """
         _ = self.mode
+        _ = self.enforcer.cgroups
+
+    def limit_mechanisms(self) -> dict[str, str]:
+        """For ``cpu``, ``memory``, ``processes`` and ``disk``: the mechanism in force and its value."""
+        return self.enforcer.mechanisms()
+
+    def temp_mounts(self) -> dict[str, int]:
+        """The sandbox's private tmpfs mounts and their sizes in MiB (within the disk quota)."""
+        quota = self.limits.disk_mb
+        sizes = {"/tmp": self.tmpfs_mb, SANDBOX_HOME: self.tmpfs_mb, "/dev/shm": _TMPFS_SHM_MB}
+        return {mount: min(size, quota) if quota is not None else size for mount, size in sizes.items()}
 
     def _choose_mode(self) -> Literal["setpriv", "userns"]:
         root = os.geteuid() == 0
@@ -377,7 +381,7 @@ class LocalSandbox:
         for mode in candidates:
             reason = self._probe(mode)
             if reason is None:
-                if root and mode == "userns":
+                if root and mode == "userns" and not self.enforcer.cgroups.has("pids"):
                     log.warning(
                         "sandbox.no_process_limit",
                         reason="the sandbox runs in a user namespace mapped to root, which the kernel "
@@ -394,7 +398,9 @@ class LocalSandbox:
         with tempfile.TemporaryDirectory(prefix="arcs-probe-") as tmp:
             limits = Limits(timeout_s=30.0, memory_mb=256, max_processes=self.max_processes)
             try:
-                done, started = self._run(Path(tmp), "true", mode=mode, limits=limits, network=False, env={})
+                done, started = self._run(
+                    Path(tmp), "true", mode=mode, limits=limits, network=False, env={}, guarded=False
+                )
             except OSError as exc:
                 return str(exc)
         if started and done.exit_code == 0:
@@ -461,12 +467,12 @@ class LocalSandbox:
             elif entry.is_dir():
                 argv += ["--ro-bind", top, top]
         # Private writable mounts first, so that a toolchain bound below /tmp is not hidden by them.
-        tmpfs = str(self.tmpfs_mb << 20)
+        size = {mount: str(mib << 20) for mount, mib in self.temp_mounts().items()}
         argv += ["--proc", "/proc", "--dev", "/dev"]
-        argv += ["--perms", "1777", "--size", str(_TMPFS_SHM_MB << 20), "--tmpfs", "/dev/shm"]
-        argv += ["--perms", "1777", "--size", tmpfs, "--tmpfs", "/tmp"]
+        argv += ["--perms", "1777", "--size", size["/dev/shm"], "--tmpfs", "/dev/shm"]
+        argv += ["--perms", "1777", "--size", size["/tmp"], "--tmpfs", "/tmp"]
         argv += ["--dir", str(Path(SANDBOX_HOME).parent)]
-        argv += ["--perms", "1777", "--size", tmpfs, "--tmpfs", SANDBOX_HOME]
+        argv += ["--perms", "1777", "--size", size[SANDBOX_HOME], "--tmpfs", SANDBOX_HOME]
         made: set[str] = {"/", "/usr", "/proc", "/dev", "/tmp", str(Path(SANDBOX_HOME).parent), *_SYSTEM_DIRS}
 
         def parents(dest: str) -> None:
@@ -531,10 +537,11 @@ class LocalSandbox:
         workspace = Path(workspace).resolve()
         if not workspace.is_dir():
             raise UsageError(f"workspace {workspace} is not a folder")
+        mode = self.mode
         limits = Limits(
             timeout_s=timeout_s,
             memory_mb=memory_mb,
-            max_processes=self.max_processes,
+            max_processes=self.enforcer.rlimit_processes(),
             max_file_mb=self.max_file_mb,
             output_cap_bytes=self.output_cap_bytes,
             output_kill_bytes=self.output_kill_bytes,
@@ -545,7 +552,7 @@ class LocalSandbox:
                 done, started = self._run(
                     workspace,
                     plan.command,
-                    mode=self.mode,
+                    mode=mode,
                     limits=limits,
                     network=plan.share_net,
                     env=plan.env,
@@ -553,6 +560,8 @@ class LocalSandbox:
                 )
         except OSError as exc:
             raise SandboxUnavailable(f"could not start bubblewrap: {exc}") from exc
+        except (CgroupError, UidLeaseError) as exc:
+            raise SandboxUnavailable(exc.message) from exc
         if not started and done.killed_by is None:
             raise SandboxUnavailable(f"bubblewrap could not start the sandbox: {done.stderr.strip()}")
         return _execution(command, plan.annotate(done), collect_artifacts(workspace, collect))
@@ -579,14 +588,23 @@ class LocalSandbox:
         network: bool,
         env: Mapping[str, str] | None,
         egress: Path | None = None,
+        guarded: bool = True,
     ) -> tuple[Supervised, bool]:
-        """Run once; also report whether bwrap got as far as starting the command."""
+        """Run once; also report whether bwrap got as far as starting the command.
+
+        ``guarded``: under the per-run limits of :attr:`limits` (off for the set-up probe).
+        """
         full_env = sandbox_env(self.path, env)
-        uid = _UIDS.acquire() if mode == "setpriv" else _USERNS_ID
+        leases = uid_leases(self.uid_state_dir) if mode == "setpriv" else None
+        uid = leases.acquire() if leases is not None else _USERNS_ID
         owner = workspace.stat()
         fds: list[int] = []
         status_r, status_w = os.pipe()
+        status = _Status(status_r)
+        guard: RunGuard | None = None
         try:
+            if guarded:
+                guard = self.enforcer.start(workspace, self.temp_mounts())
             if mode == "setpriv":
                 chown_tree(workspace, uid, uid)
             data_fds: dict[str, int] = {}
@@ -607,37 +625,69 @@ class LocalSandbox:
                 status_fd=status_w,
                 egress=egress,
             )
+            if guard is not None:
+                argv = guard.wrap(argv)
+                guard.sandbox_pid = status.child_pid
+                guard.tree = lambda: _sandbox_pids(status.child_pid())
             # bwrap itself gets an empty environment: nothing of the host's reaches the sandbox,
             # not even through /proc/1/environ of its init process.
-            done = supervise(argv, env={}, cwd="/", limits=limits, pass_fds=(*fds, status_w))
+            done = supervise(
+                argv,
+                env={},
+                cwd="/",
+                limits=limits,
+                pass_fds=(*fds, status_w),
+                watch=guard.watch if guard is not None else None,
+            )
             os.close(status_w)
             status_w = -1
-            started = _child_started(status_r)
+            started = status.child_pid() is not None
+            if guard is not None:
+                done = guard.finish(done)
         finally:
             for fd in (*fds, status_w):
                 if fd >= 0:
                     os.close(fd)
-            os.close(status_r)
-            if mode == "setpriv":
-                try:
-                    chown_tree(workspace, owner.st_uid, owner.st_gid)
-                finally:
-                    _UIDS.release(uid)
+            try:
+                if guard is not None:
+                    guard.close()
+            finally:
+                os.close(status_r)
+                if mode == "setpriv":
+                    try:
+                        chown_tree(workspace, owner.st_uid, owner.st_gid)
+                    finally:
+                        if leases is not None:
+                            leases.release(uid)
         return done, started
 
 
-def _child_started(status_fd: int) -> bool:
-    """True if bwrap's ``--json-status-fd`` reported the command's pid (set-up succeeded)."""
-    os.set_blocking(status_fd, False)
-    chunks: list[bytes] = []
-    with contextlib.suppress(BlockingIOError):
-        while chunk := os.read(status_fd, 65536):
-            chunks.append(chunk)
-    for line in b"".join(chunks).decode("utf-8", errors="replace").splitlines():
-        with contextlib.suppress(ValueError):
-            if "child-pid" in json.loads(line):
-                return True
-    return False
+def _sandbox_pids(root: int | None) -> list[int]:
+    return [] if root is None else [root, *(pid for pid, _ in process_tree(root))]
+
+
+class _Status:
+    """Reads bwrap's ``--json-status-fd`` without blocking: the sandbox's pid once set-up succeeded."""
+
+    def __init__(self, fd: int) -> None:
+        os.set_blocking(fd, False)
+        self._fd = fd
+        self._buffer = b""
+        self._pid: int | None = None
+
+    def child_pid(self) -> int | None:
+        """The host pid of the sandbox's first process, once bwrap has reported it."""
+        if self._pid is None:
+            with contextlib.suppress(OSError):
+                while chunk := os.read(self._fd, 65536):
+                    self._buffer += chunk
+            for line in self._buffer.decode("utf-8", errors="replace").splitlines():
+                with contextlib.suppress(ValueError, TypeError, AttributeError):
+                    pid = json.loads(line).get("child-pid")
+                    if isinstance(pid, int):
+                        self._pid = pid
+                        break
+        return self._pid
 
 
 class UnsafeLocalRunner:

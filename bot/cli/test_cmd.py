@@ -95,6 +95,7 @@ def run_test(args: argparse.Namespace, ctx: Context) -> int:
         setup_network=EgressPolicy.build(
             settings.setup_network, settings.setup_network_allow, config.setup_allow
         ),
+        limits=settings.sandbox_limits(),
     )
     ctx.out.info(f"arcs: running `{resolved.command}` ({resolved.source}) with {runner.name}")
     run = run_tests(runner, repo, resolved, timeout_s=timeout_s, memory_mb=memory_mb)

@@ -28,6 +28,7 @@ from bot.doctor import (
     check_database,
     check_embedder,
     check_github,
+    check_limits,
     check_llm,
     check_qdrant,
     check_sandbox,
@@ -578,6 +579,40 @@ def _sandbox_works() -> bool:
 def test_sandbox_runs_a_command(tmp_path: Path) -> None:
     result = check_sandbox(make_settings(tmp_path), OPTIONS)
     assert result.status == "ok" and "mode)" in result.summary
+
+
+def test_limits_names_the_mechanism_of_each_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import runners.guard
+    from runners.cgroups import detect
+
+    asked: list[bool] = []
+
+    def recording_detect(**kwargs: Any) -> Any:
+        asked.append(kwargs["dry_run"])
+        return detect(**kwargs)
+
+    monkeypatch.setattr(runners.guard, "detect", recording_detect)
+    result = check_limits(make_settings(tmp_path, sandbox_disk_mb="100"), OPTIONS)
+    assert asked == [True]  # the doctor creates no cgroup and moves no process
+    assert result.status in ("ok", "warn")
+    for limit in ("cpu: ", "memory: ", "processes: ", "disk: 100 MiB per run"):
+        assert limit in result.summary
+
+
+def test_limits_without_cgroups_warn_and_name_the_fallback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import runners.guard
+    from runners.cgroups import Cgroups
+
+    monkeypatch.setattr(runners.guard, "detect", lambda **_: Cgroups(reason="no writable cgroup offers pids"))
+    result = check_limits(make_settings(tmp_path, sandbox_cpus="0"), OPTIONS)
+    assert result.status == "warn"
+    assert (
+        "cpu: off" in result.summary and "RLIMIT_NPROC" in result.summary and "RLIMIT_DATA" in result.summary
+    )
+    assert "Delegate=" in result.hint
+    assert check_limits(make_settings(tmp_path, runner="docker"), OPTIONS).status == "ok"
 
 
 def test_embedder_hash_needs_no_model(tmp_path: Path) -> None:

@@ -60,3 +60,49 @@ def test_database_defaults_to_sqlite_under_home() -> None:
     settings = load_settings({"ARCS_HOME": "/srv/arcs"})
     assert settings.sqlalchemy_url == "sqlite:////srv/arcs/arcs.db"
     assert load_settings({"ARCS_DATABASE_URL": "postgresql://x/y"}).sqlalchemy_url == "postgresql://x/y"
+
+
+def test_sandbox_limits_are_plain_values_and_zero_turns_one_off() -> None:
+    limits = load_settings({}).sandbox_limits()
+    assert (limits.disk_mb, limits.cpus, limits.memory_mb, limits.processes, limits.total_processes) == (
+        4096,
+        2.0,
+        4096,
+        512,
+        4096,
+    )
+    off = load_settings(
+        {
+            "ARCS_SANDBOX_DISK_MB": "0",
+            "ARCS_SANDBOX_CPUS": "0",
+            "ARCS_SANDBOX_MEMORY_MB": "0",
+            "ARCS_SANDBOX_TOTAL_PROCESSES": "0",
+            "ARCS_SANDBOX_PROCESSES": "64",
+            "ARCS_SANDBOX_CGROUP": "/sys/fs/cgroup/arcs.slice",
+        }
+    ).sandbox_limits()
+    assert (off.disk_mb, off.cpus, off.memory_mb, off.total_processes, off.processes) == (
+        None,
+        None,
+        None,
+        None,
+        64,
+    )
+    assert off.cgroup_parent == Path("/sys/fs/cgroup/arcs.slice")
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        ("ARCS_SANDBOX_MEMORY_MB", "8", "at least 16 MiB"),
+        ("ARCS_SANDBOX_CPUS", "-1", "greater than or equal to 0"),
+        ("ARCS_SANDBOX_PROCESSES", "1", "greater than or equal to 2"),
+        ("ARCS_SANDBOX_TOTAL_PROCESSES", "100", "at least ARCS_SANDBOX_PROCESSES (512)"),
+        ("ARCS_SANDBOX_CGROUP", "arcs.slice", "absolute path"),
+        ("ARCS_SANDBOX_DISK_MB", "lots", "valid integer"),
+    ],
+)
+def test_bad_sandbox_limits_name_the_variable(variable: str, value: str, says: str) -> None:
+    with pytest.raises(ConfigError, match=variable) as caught:
+        load_settings({variable: value})
+    assert says in str(caught.value) and "\n" not in str(caught.value)

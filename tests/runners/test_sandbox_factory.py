@@ -245,23 +245,31 @@ def test_bubblewrap_settings_give_a_checked_sandbox_with_the_toolchains(
 
     made: list[tuple[Path, ...]] = []
     policies: list[Any] = []
+    limits_seen: list[Any] = []
 
     class RecordingSandbox:
         name = "bubblewrap"
         checked = False
 
-        def __init__(self, *, toolchain_paths: Sequence[Path] = (), setup_network: Any = None) -> None:
+        def __init__(
+            self, *, toolchain_paths: Sequence[Path] = (), setup_network: Any = None, limits: Any = None
+        ) -> None:
             made.append(tuple(toolchain_paths))
             policies.append(setup_network)
+            limits_seen.append(limits)
 
         def check(self) -> None:
             RecordingSandbox.checked = True
 
     monkeypatch.setattr(runners.factory, "LocalSandbox", RecordingSandbox)
+    settings = settings.model_copy(update={"sandbox_disk_mb": 100, "sandbox_cpus": 0.5})
     runner = _make_runner(settings, False, (Path("/opt/venv"),))
     assert isinstance(runner, RecordingSandbox) and RecordingSandbox.checked
     assert made == [(Path("/opt/venv"),)]
     assert policies[0].mode == "registries"  # ARCS_SETUP_NETWORK's default reaches the sandbox
+    # ARCS_SANDBOX_* reach the sandbox as plain values.
+    assert limits_seen[0] == settings.sandbox_limits()
+    assert (limits_seen[0].disk_mb, limits_seen[0].cpus) == (100, 0.5)
 
 
 def test_an_unknown_kind_is_a_config_error() -> None:
