@@ -576,7 +576,7 @@ def test_under_max_prs_per_day_the_repair_runs(h: Harness) -> None:
     assert pipeline.repair_ci_failure(h.deps, ci_job()) == "fixed"
     assert h.drain() == ["published"]
     # The PR it opened is the third of the day: the next repair is refused.
-    job = ci_job(556, head_branch="develop")
+    job = ci_job(556, head_branch="develop", head_sha="e" * 40)
     h.gh.logs[556] = h.gh.logs[555]
     assert pipeline.repair_ci_failure(h.deps, job) == "refused"
     assert len(h.repair.requests) == 1
