@@ -447,13 +447,16 @@ class Store:
         """Record several deliveries in one statement, so one commit (one WAL flush) serves them
         all (the web process's group commit, :mod:`bot.web.intake`). Returns the ids that were
         fresh; same rules as :meth:`record_delivery` per row, an id given twice counts once."""
-        params = self.delivery_params(rows)
-        if not params:
+        if not rows:
             return set()
         # The hot path of every webhook: one prebuilt Core statement (a multi-row INSERT for a
         # batch), autocommitted: one round trip, no BEGIN/COMMIT, no ORM session.
         statement = self._delivery_statements().record
         for attempt in (1, 2):
+            # Dated when sent (a retry too): the row's time starts its writer's claim.
+            params = self.delivery_params(rows)
+            if not params:
+                return set()
             try:
                 with self._connection(autocommit=True) as conn:
                     result = conn.execute(statement, params[0] if len(params) == 1 else params)
