@@ -178,3 +178,26 @@ def test_a_delivery_whose_request_gave_up_before_its_batch_is_not_recorded_by_it
         again = _post(client, "waiting-1")
         assert again.status_code == 202 and again.json()["status"] == "queued", again.text
     store.close()
+
+
+def test_a_delivery_recorded_slower_than_the_writers_claim_is_left_to_the_relay(settings: Settings) -> None:
+    """The request still waits, but the row's claim is half gone when the statement returns: the
+    writer answers ``recorded`` and leaves the job to the relay, which enqueues it once."""
+    from bot.web.fakes import MemoryDeliveryStore
+
+    class SlowStore(MemoryDeliveryStore):
+        def record_deliveries(self, rows: Any) -> set[str]:
+            time.sleep(0.6)  # longer than half the grace, well within the answer's deadline
+            return super().record_deliveries(rows)
+
+    store, queue = SlowStore(grace_s=1.0), ListEnqueuer()
+    configured = with_secret(settings).model_copy(update={"relay_grace_s": 1.0, "relay_interval_s": 3600.0})
+    app = create_app(configured, store=store, enqueuer=queue, dashboard=False)
+    with TestClient(app) as client:
+        reply = _post(client, "slow-1")
+        assert reply.status_code == 202 and reply.json()["status"] == "recorded", reply.text
+        assert queue.jobs == [] and store.records["slow-1"].status == "received"
+        relay = app.state.relay
+        _wait(lambda: relay.sweep() == 1, "the relay to take the row over")
+        assert relay.sweep() == 0
+    assert [j.context.get("delivery_id") for j in queue.jobs] == ["slow-1"]
