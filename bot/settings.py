@@ -167,6 +167,10 @@ class Settings(BaseModel):
     webhook_body_budget_mb: float = Field(default=64.0, gt=0)
     """Bytes of webhook bodies not yet verified that one web process holds at once; a request
     that would exceed it is refused with 503 (slow or large unsigned uploads cannot pile up)."""
+    max_running_per_repo: int = Field(default=2, ge=1, le=1000)
+    """Repairs of one repository that may run at once (clone, sandbox, model); another one is
+    deferred and re-queued every 5 minutes until a slot frees (said on its check run or status
+    comment), and refused with that message if none frees before the request expires (24 h)."""
 
     # --- the test runner ---------------------------------------------------------------------------
     runner: Literal["bubblewrap", "docker"] = "bubblewrap"

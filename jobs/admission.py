@@ -8,6 +8,10 @@ pull-request limits, checked right before anything is cloned or repaired.
   window ends (a ``notice`` event; the check run/status comment says when it will start). A window
   that ends after the actor's ``max_age`` (counted from when the attempt was created) is refused
   instead: the request would be stale;
+* ``ARCS_MAX_RUNNING_PER_REPO`` repairs of the repository already running: deferred the same way
+  and tried again every :data:`BUSY_RETRY` (never dropped: a ``notice`` event each time, the check
+  run/status comment says it waits), refused with that reason when no slot freed before the
+  request expires;
 * ``max_prs_per_day`` (of the policy and of ``.arcs.yml``: the stricter wins; ARCS pull requests
   opened in the repository in the last 24 hours) and ``max_open_prs`` (ARCS pull requests still
   open), both counted from the store: ``refused``, a ``refusal`` event and a message naming the
@@ -27,6 +31,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 import structlog
 
@@ -54,6 +59,8 @@ PR_WINDOW = dt.timedelta(hours=24)
 """``max_prs_per_day`` counts the pull requests ARCS opened in this trailing window."""
 DEFER_MARGIN = dt.timedelta(minutes=10)
 """A deferred job must start at least this long before its actor's ``max_age`` runs out."""
+BUSY_RETRY = dt.timedelta(minutes=5)
+"""How long a repair deferred by ``ARCS_MAX_RUNNING_PER_REPO`` waits before it asks again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +178,10 @@ def admit(
         caps={cap.repo: cap.limit_usd for cap in policy.caps},
         since=since,
         pr_limits=limits,
+        max_running=deps.settings.max_running_per_repo,
     )
+    if admission.refused == "max_running":
+        return busy(run, admission.running or 0, head_sha=head_sha, comment=comment)
     if admission.refused is not None:
         prs = admission.prs
         counts = PrCounts(prs.opened_since, prs.open_now, prs.pending) if prs else PrCounts(0, 0)
@@ -202,11 +212,13 @@ _POLICY_HINTS: Mapping[str, str] = {
     "paused": "An org admin can resume ARCS on the ARCS dashboard.",
     "monthly_usd": "The budget starts over next month; an org admin can raise it on the ARCS dashboard.",
     "quiet_hours": "Ask again with `/arcs fix` once the quiet hours are over.",
+    "max_running": "Ask again with `/arcs fix` when fewer repairs are running.",
 }
 _POLICY_TITLES: Mapping[str, str] = {
     "paused": "Skipped: ARCS is paused",
     "monthly_usd": "Skipped: monthly budget used",
     "quiet_hours": "Skipped: quiet hours",
+    "max_running": "Skipped: too many repairs running",
 }
 
 
@@ -274,43 +286,101 @@ def defer(
 ) -> str:
     """Quiet hours: back to ``queued``, the same job again once they end (a ``notice`` event and
     a word on the check run/status comment). Refused when it would start too late to run."""
-    deps = run.deps
-    now = deps.clock()
     until = decision.until
     at = f"{until:%H:%M} {policy.tz_name}"
+    return _postpone(
+        run,
+        until,
+        reason=decision.reason,
+        policy="quiet_hours",
+        title=f"Waiting for quiet hours to end ({at})",
+        text=f"⏸️ ARCS will start this repair at {at} ({decision.reason}).",
+        when=at,
+        too_late=f"{decision.reason}; they end at {at}, after this request expires",
+        cannot=f"{decision.reason}; this ARCS deployment cannot postpone a repair until {at}",
+        head_sha=head_sha,
+        comment=comment,
+    )
+
+
+def busy(run: AttemptRun, running: int, *, head_sha: str | None, comment: bool) -> str:
+    """``ARCS_MAX_RUNNING_PER_REPO`` reached: back to ``queued``, the same job again after
+    :data:`BUSY_RETRY` (the first time said on the check run/status comment, every time in a
+    ``notice`` event). Refused, with that reason, when it would start too late to run."""
+    limit = run.deps.settings.max_running_per_repo
+    reason = (
+        f"{running} repairs of {run.repo} are running (at most {limit} at once, ARCS_MAX_RUNNING_PER_REPO)"
+    )
+    minutes = int(BUSY_RETRY.total_seconds() // 60)
+    until = run.deps.clock() + BUSY_RETRY
+    return _postpone(
+        run,
+        until,
+        reason=reason,
+        policy="max_running",
+        title="Waiting: other repairs of this repository are running",
+        text=f"⏸️ {reason}; ARCS will try this one again in {minutes} minutes.",
+        when=f"{until:%H:%M} UTC",
+        too_late=f"{reason}, and no slot would free before this request expires",
+        cannot=f"{reason}; this ARCS deployment cannot postpone a repair",
+        head_sha=head_sha,
+        comment=comment,
+        tell=run.job.resume is None,  # said once; each later wait is an event only
+        data={"running": running, "limit": limit},
+    )
+
+
+def _postpone(
+    run: AttemptRun,
+    until: dt.datetime,
+    *,
+    reason: str,
+    policy: Literal["quiet_hours", "max_running"],
+    title: str,
+    text: str,
+    when: str,
+    too_late: str,
+    cannot: str,
+    head_sha: str | None,
+    comment: bool,
+    tell: bool = True,
+    data: Mapping[str, object] | None = None,
+) -> str:
+    """Put the attempt back to ``queued`` and re-send its job to start at ``until`` (a ``notice``
+    event; ``tell``: the check run/status comment say ``text``). Refused (``too_late``) when
+    ``until`` comes after the actor's ``max_age``, or (``cannot``) when the deployment cannot
+    delay a job: a repair is never dropped without a word."""
+    deps = run.deps
+    now = deps.clock()
     max_age = _max_age(run.job.actor)
+    extra = dict(data or {})
     if until - run.attempt.created_at + DEFER_MARGIN > max_age:
         hours = max_age.total_seconds() / 3600
         refusal = Refuse(
-            f"{decision.reason}; they end at {at}, after this request expires "
-            f"({hours:g} h after it was made)",
-            "quiet_hours",
-            {"until": until.isoformat()},
+            f"{too_late} ({hours:g} h after it was made)", policy, {"until": until.isoformat(), **extra}
         )
         return policy_refusal(run, refusal, head_sha=head_sha, comment=comment)
     later = deps.enqueue_later
     if later is None:
-        refusal = Refuse(
-            f"{decision.reason}; this ARCS deployment cannot postpone a repair until {at}",
-            "quiet_hours",
-            {"until": until.isoformat()},
+        return policy_refusal(
+            run,
+            Refuse(cannot, policy, {"until": until.isoformat(), **extra}),
+            head_sha=head_sha,
+            comment=comment,
         )
-        return policy_refusal(run, refusal, head_sha=head_sha, comment=comment)
     run.attempt = deps.store.defer_attempt(run.attempt.id)
-    run.event(
-        "notice", f"deferred until {at}: {decision.reason}", policy="quiet_hours", until=until.isoformat()
-    )
-    text = f"⏸️ ARCS will start this repair at {at} ({decision.reason})."
-    if head_sha is not None:
-        run.open_check_run(head_sha)
-    run.tell(
-        f"Waiting for quiet hours to end ({at})",
-        text,
-        conclusion=None,
-        comment=comment,
-        check={"title": f"Waiting for quiet hours to end ({at})", "summary": text},
-        comment_body=text,
-    )
+    run.event("notice", f"deferred until {when}: {reason}", policy=policy, until=until.isoformat(), **extra)
+    if tell:
+        if head_sha is not None:
+            run.open_check_run(head_sha)
+        run.tell(
+            title,
+            text,
+            conclusion=None,
+            comment=comment,
+            check={"title": title, "summary": text},
+            comment_body=text,
+        )
     job = run.job
     later(
         Envelope.of(
@@ -322,5 +392,5 @@ def defer(
         max(dt.timedelta(0), until - now),
     )
     set_outcome("deferred", until=until.isoformat())
-    log.info("attempt.deferred", until=until.isoformat(), reason=decision.reason)
+    log.info("attempt.deferred", until=until.isoformat(), reason=reason, policy=policy)
     return "deferred"

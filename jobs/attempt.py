@@ -29,7 +29,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -37,6 +37,7 @@ from jobs import render
 from jobs.admission import Admitted, admit
 from jobs.branches import branch_name
 from jobs.config import ArcsConfig, from_repo_config, load, load_repo_config
+from jobs.failures import Triage, failure_key, join, triage
 from jobs.green import ChangeSource, change_signal
 from jobs.messages import JobRequest, RepairCiFailure, RepairIssue
 from jobs.outcome import record_outcome
@@ -249,11 +250,29 @@ def _red_build_at(deps: Deps, job: JobRequest, msg: RepairCiFailure) -> dt.datet
 
 
 def run_ci(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> str:
-    """A failed CI run on a branch of the repository: classify, repair, queue publishing."""
+    """A failed CI run on a branch of the repository: classify, repair, queue publishing.
+
+    A workflow run is triaged first (:func:`triage`): its attempt is the one of its failure
+    (:func:`jobs.failures.failure_key`), so the runs of one commit that fail the same way join
+    one attempt (:func:`join`). A message whose own key already names an attempt (one claimed
+    for the run alone, or a deferred attempt's message) resumes that attempt as before.
+    """
     msg = job.expect(RepairCiFailure)
     repo, head_sha, head_branch = msg.repo, msg.head_sha, msg.head_branch
     prs = msg.pull_requests
     key = job.idempotency_key or f"ci:{repo}:{head_sha}"
+    triaged: Triage | None = None
+    if job.typed().resume is None and deps.store.get_attempt_by_key(key) is None:
+        # A redelivered run goes back to its attempt without downloading its logs again.
+        known = deps.store.attempt_of_run(repo, msg.run_id) if msg.run_id is not None else None
+        if known is not None:
+            key = known.idempotency_key
+        else:
+            triaged = triage(deps, msg)
+    signature: dict[str, Any] = {}
+    if triaged is not None:
+        key = failure_key(repo, head_sha, triaged.signature)
+        signature["failure_signature"] = triaged.signature.digest
 
     def work(run: AttemptRun) -> str:
         config = read_config(run, head_sha, head_sha=head_sha)
@@ -294,11 +313,14 @@ def run_ci(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> str
             base_branch = next((a.base_branch for a in origin if a.base_branch), None) or base_branch
         run.update(branch=branch, base_branch=base_branch)
         failure: FailureReport | None = None
-        run_id = msg.run_id
+        run_id = run.attempt.run_id
         if run_id is not None:
             from runners.logs import analyze_log
 
-            report = analyze_log(run.gh.download_failed_logs(repo, run_id))
+            if triaged is not None and run_id == msg.run_id:
+                report = triaged.report
+            else:
+                report = analyze_log(run.gh.download_failed_logs(repo, run_id))
             run.update(failure_class=report.failure_class)
             if not report.repairable:
                 # Said on GitHub only when the repository asked (`notify_unrepairable`); always recorded.
@@ -336,12 +358,15 @@ def run_ci(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> str
         key,
         message_id,
         work,
+        gh=triaged.gh if triaged is not None else None,
+        on_duplicate=lambda attempt: join(deps, job, msg, attempt),
         trigger="ci",
         head_sha=head_sha,
         head_branch=head_branch,
         run_id=msg.run_id,
         issue_number=prs[0] if prs else None,
         red_build_at=_red_build_at(deps, job, msg),
+        **signature,
     )
 
 

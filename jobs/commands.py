@@ -1,10 +1,11 @@
 """``/arcs`` comments: the ``handle_command`` job. Refuse, help, stop, or run a repair
 (``fix``/``retry`` on an issue or pull request, ``revise`` on an ARCS pull request).
 
-A command is checked before anything runs: an edited comment is never executed, a comment that
-was not understood gets the parser's reply, the author needs write permission, and
-``triggers.comments`` must be on in ``.arcs.yml`` (read at the default branch: the repository's
-policy). The repair itself runs through the same steps as the other jobs (:mod:`jobs.attempt`)
+A command is checked before anything runs: the author needs write permission (checked first; a
+comment from anyone else gets no reply at all, only a ``refusal`` event for the dashboard, so
+nobody can make ARCS post by commenting), an edited comment is never executed, a comment that
+was not understood gets the parser's reply, and ``triggers.comments`` must be on in
+``.arcs.yml`` (read at the default branch: the repository's policy). The repair itself runs through the same steps as the other jobs (:mod:`jobs.attempt`)
 and reads its ``.arcs.yml`` from the checkout it repairs (a pull request's head may carry its own).
 """
 
@@ -37,6 +38,12 @@ def handle_command(deps: Deps, job: Envelope, *, message_id: str | None = None) 
     key = job.idempotency_key or f"cmd:{repo}:{comment_id}"
 
     def work(run: AttemptRun) -> str:
+        # Who asks comes first: anyone can comment, so a comment from someone without write
+        # access gets no reply at all (no comment, no reaction), whatever it says; the refusal is
+        # recorded for the dashboard.
+        refused = run.check_permission(author, reply=False)
+        if refused is not None:
+            return refused
         if msg.refusal == "edited":
             return run.refuse(
                 "edited comments are never executed",
@@ -46,10 +53,6 @@ def handle_command(deps: Deps, job: Envelope, *, message_id: str | None = None) 
         if msg.error:
             react(run, comment_id, "confused")
             return run.refuse(f"not understood: {msg.error}", f"@{author}, {msg.error}")
-        refused = run.check_permission(author)
-        if refused is not None:
-            react(run, comment_id, "confused")
-            return refused
         config = read_config(run, None)
         if isinstance(config, str):
             return config

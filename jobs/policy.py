@@ -248,7 +248,7 @@ class Refuse:
     """Do not repair: ``reason`` is the sentence shown to people, ``policy`` names the rule."""
 
     reason: str
-    policy: Literal["paused", "monthly_usd", "max_prs_per_day", "quiet_hours"]
+    policy: Literal["paused", "monthly_usd", "max_prs_per_day", "quiet_hours", "max_running"]
     data: Mapping[str, object] = field(default_factory=dict)
     kind: Literal["refuse"] = "refuse"
 

@@ -198,6 +198,11 @@ class JobSettings(Protocol):
         """Where repair traces are written."""
         ...
 
+    @property
+    def max_running_per_repo(self) -> int:
+        """Repairs of one repository that may run at once (more are deferred and re-queued)."""
+        ...
+
 
 class AttemptView(Protocol):
     """An attempt row as the jobs read it (``bot.store.models.Attempt`` conforms)."""
@@ -220,6 +225,10 @@ class AttemptView(Protocol):
     def head_sha(self) -> str | None: ...
     @property
     def head_branch(self) -> str | None: ...
+    @property
+    def run_id(self) -> int | None: ...
+    @property
+    def failure_signature(self) -> str | None: ...
     @property
     def base_branch(self) -> str | None: ...
     @property
@@ -309,7 +318,19 @@ class Admission:
     granted_usd: float
     prs: PrTally | None = None
     refused: str | None = None
-    """``max_prs_per_day`` or ``max_open_prs`` when a pull-request limit is reached."""
+    """``max_running`` (too many repairs of the repository running), ``max_prs_per_day`` or
+    ``max_open_prs`` when a limit is reached."""
+    running: int | None = None
+    """With ``max_running``: how many other repairs of the repository are running."""
+
+
+class JoinedRunView(Protocol):
+    """A workflow run that joined an attempt (``bot.store.models.JoinedRun`` conforms)."""
+
+    @property
+    def run_id(self) -> int: ...
+    @property
+    def workflow_name(self) -> str | None: ...
 
 
 class AttemptStore(Protocol):
@@ -321,6 +342,30 @@ class AttemptStore(Protocol):
 
     def update_attempt(self, attempt_id: int, **fields: Any) -> AttemptView:
         """Set columns of an attempt; the updated row."""
+        ...
+
+    def get_attempt_by_key(self, key: str) -> AttemptView | None:
+        """The attempt claimed with idempotency key ``key`` (None: none yet)."""
+        ...
+
+    def attempt_of_run(self, repo: str, run_id: int) -> AttemptView | None:
+        """The CI attempt workflow run ``run_id`` started or joined (None: none yet)."""
+        ...
+
+    def join_attempt(
+        self,
+        attempt_id: int,
+        *,
+        repo: str,
+        run_id: int,
+        workflow_name: str | None = None,
+        delivery_id: str | None = None,
+    ) -> bool:
+        """Record a run that failed the same way as the attempt's; True the first time."""
+        ...
+
+    def joined_runs(self, attempt_id: int, *, limit: int = 1000) -> Sequence[JoinedRunView]:
+        """The runs that joined the attempt, first joined first."""
         ...
 
     def get_attempt(self, attempt_id: int) -> AttemptView | None:
@@ -406,8 +451,10 @@ class AttemptStore(Protocol):
         caps: Mapping[str | None, float],
         since: dt.datetime,
         pr_limits: PrLimits | None = None,
+        max_running: int | None = None,
     ) -> Admission:
-        """Check the pull-request limits and reserve USD, in one transaction."""
+        """Check the running-repairs cap and the pull-request limits, reserve USD and mark the
+        attempt admitted, in one transaction."""
         ...
 
     def release_usd(self, attempt_id: int, *, cost_usd: float | None = None) -> None:

@@ -45,6 +45,8 @@ log = structlog.get_logger("arcs.pipeline")
 
 CHECK_NAME = "ARCS"
 MAX_REASON_CHARS = 500
+MAX_JOINED_LISTED = 20
+"""Joined runs named on a check run (the rest are counted; the dashboard lists them all)."""
 
 WorkdirFactory = Callable[[], contextlib.AbstractContextManager[Path]]
 
@@ -189,6 +191,9 @@ class AttemptRun:
         """
         if self.attempt.check_run_id is not None:
             output = dict(check) if check is not None else {"title": title, "summary": body}
+            also = self.also_failing()
+            if also:
+                output["summary"] = f"{output['summary']}\n\n{also}"
             try:
                 self.gh.update_check_run(
                     self.repo,
@@ -215,6 +220,23 @@ class AttemptRun:
                     self.update(status_comment_id=comment_id)
             except Exception as exc:
                 self._report_post_failure("status comment", exc)
+
+    def also_failing(self) -> str:
+        """ "Also failing the same way: run N, …" for a CI attempt that other runs joined
+        (:mod:`jobs.failures`); ``""`` when none did (or the store cannot tell)."""
+        if self.attempt.trigger != "ci":
+            return ""
+        try:
+            runs = self.deps.store.joined_runs(self.attempt.id)
+        except Exception as exc:  # a missing line must not cost the message
+            log.warning("attempt.joined_runs_unreadable", error=f"{type(exc).__name__}: {exc}"[:300])
+            return ""
+        if not runs:
+            return ""
+        shown = ", ".join(f"run {r.run_id}" for r in runs[:MAX_JOINED_LISTED])
+        more = len(runs) - MAX_JOINED_LISTED
+        tail = f" and {more} more" if more > 0 else ""
+        return f"Also failing the same way on this commit (one attempt for all): {shown}{tail}."
 
     def _report_post_failure(self, what: str, exc: Exception) -> None:
         log.error("attempt.post_failed", what=what, error=f"{type(exc).__name__}: {exc}"[:300])
@@ -253,10 +275,13 @@ class AttemptRun:
             "refused", reason, title="ARCS did not run", body=body, conclusion="neutral", event="refusal"
         )
 
-    def check_permission(self, user: str) -> str | None:
-        """Refuse (politely, with an event) unless ``user`` may write to the repository.
+    def check_permission(self, user: str, *, reply: bool = True) -> str | None:
+        """Refuse (with a ``refusal`` event) unless ``user`` may write to the repository.
 
-        Both ways of asking ARCS for work go through it: an issue label and a ``/arcs`` command.
+        Both ways of asking ARCS for work go through it: an issue label (``reply``: a polite
+        comment; labelling needs triage access already) and a ``/arcs`` command (``reply=False``:
+        anyone can comment, so a refusal posts nothing on GitHub, or anyone could make the bot
+        talk; it is recorded for the dashboard).
         """
         # A bot's permission is its App's, granted for other work: it never asks for a repair.
         if is_bot_account(user):
@@ -265,8 +290,20 @@ class AttemptRun:
             permission = self.gh.get_permission(self.repo, user) if user else "none"
         if permission in WRITE_PERMISSIONS:
             return None
+        reason = f"@{user or 'unknown'} has {permission} permission; write is needed"
+        if not reply:
+            return self.finish(
+                "refused",
+                reason,
+                title="",
+                body="",
+                conclusion=None,
+                event="refusal",
+                event_data={"policy": "permission", "silent": True},
+                comment=False,
+            )
         return self.refuse(
-            f"@{user or 'unknown'} has {permission} permission; write is needed",
+            reason,
             f"Thanks for asking, @{user or 'there'}! ARCS only takes requests from people with write access "
             "to this repository, so it will not act on this one. A maintainer can ask instead.",
         )
@@ -325,8 +362,14 @@ class Guard:
 # --- claiming ------------------------------------------------------------------------------------
 
 
-def open_run(deps: Deps, attempt: AttemptView, job: Envelope) -> AttemptRun | None:
-    """The run of a claimed attempt; ``None`` (status ``error``, an event) when GitHub is unusable."""
+def open_run(
+    deps: Deps, attempt: AttemptView, job: Envelope, *, gh: GitHubGateway | None = None
+) -> AttemptRun | None:
+    """The run of a claimed attempt; ``None`` (status ``error``, an event) when GitHub is unusable.
+
+    ``gh``: the installation's gateway when the job opened one already (CI triage)."""
+    if gh is not None:
+        return AttemptRun(deps, gh, attempt, job)
     try:
         gh = deps.github(attempt.installation_id)
     except Exception as exc:
@@ -353,20 +396,34 @@ def run_attempt(
     key: str,
     message_id: str | None,
     work: Callable[[AttemptRun], str],
+    *,
+    gh: GitHubGateway | None = None,
+    on_duplicate: Callable[[AttemptView], str] | None = None,
     **fields: Any,
 ) -> str:
     """The preamble every repair job shares: claim the attempt for ``key`` (``fields`` as in
     :func:`claim`), open its run, start it and return what ``work`` returns.
 
-    A duplicate returns ``"duplicate"`` without a side effect; an installation without GitHub
-    access ``"error"`` (recorded by :func:`open_run`). Inside, an exception becomes status
-    ``error`` and the attempt's status is returned; an interrupt is recorded the same way and
-    re-raised (:class:`Guard`). The gateway is closed afterwards either way.
+    A duplicate returns ``"duplicate"`` without a side effect, or what ``on_duplicate`` makes of
+    the attempt that holds the key (a CI run joining the attempt of its failure); an
+    installation without GitHub access ``"error"`` (recorded by :func:`open_run`). Inside, an
+    exception becomes status ``error`` and the attempt's status is returned; an interrupt is
+    recorded the same way and re-raised (:class:`Guard`). The gateway (``gh``, when the job
+    opened it already) is closed afterwards either way.
     """
-    attempt, go = claim(deps, job, key, message_id, **fields)
+    try:
+        attempt, go = claim(deps, job, key, message_id, **fields)
+    except BaseException:
+        if gh is not None:
+            with closing(gh):
+                pass
+        raise
     if not go:
-        return "duplicate"
-    run = open_run(deps, attempt, job)
+        if gh is not None:
+            with closing(gh):
+                pass
+        return on_duplicate(attempt) if on_duplicate is not None else "duplicate"
+    run = open_run(deps, attempt, job, gh=gh)
     if run is None:
         return "error"
     with closing(run.gh), run.guard():

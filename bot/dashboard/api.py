@@ -23,7 +23,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from bot.dashboard import queries
-from bot.dashboard.pages import weeks_param
+from bot.dashboard.pages import id_param, weeks_param
 from bot.dashboard.viewer import Viewer, viewer_of
 from bot.settings import Settings
 from bot.store.store import Store, utcnow
@@ -119,7 +119,10 @@ class _Api:
         viewer = viewer_of(request)
         if viewer is None:
             return unauthorized()
-        detail = queries.attempt_detail(self.store, int(request.path_params["attempt_id"]), viewer.repos)
+        attempt_id = id_param(request, "attempt_id")
+        if attempt_id is None:
+            return not_found()
+        detail = queries.attempt_detail(self.store, attempt_id, viewer.repos)
         if detail is None or not viewer.can_see_owner(detail.row.repo.split("/", 1)[0]):
             return not_found()
         return _json(detail.to_json())

@@ -14,6 +14,8 @@ Routes:
   SHA-256 of a random id that only the signed cookie holds, then a redirect to ``next``. The user
   token is dropped at the end of the request: never stored, never logged. A denied consent, a
   bad state or code answers 400, GitHub down or misconfigured credentials 502; no session then.
+  An ``error`` sent back to the callback shows the fixed text of its code
+  (:data:`bot.dashboard.loginpages.OAUTH_ERRORS`), never the request's ``error_description``.
 * ``GET /logout``: a page with a "Log out" button. ``POST /logout`` (form field ``csrf``, or
   header ``X-CSRF-Token``, must equal the session's token) deletes the row and clears the cookie.
 
@@ -24,6 +26,9 @@ cookie (``arcs_session``) is ``HttpOnly``, ``SameSite=Lax``, ``Secure`` when ``A
 is https, and signed with ``ARCS_SESSION_SECRET`` (a random per-process key when unset: a
 warning says that logins then do not survive a restart nor span several web processes).
 """
+
+# Long (~660 lines): the login flow, reading the user's scope and the session middleware are one
+# security boundary, reviewed together.
 
 from __future__ import annotations
 
@@ -52,6 +57,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bot.dashboard.forms import read_form
+from bot.dashboard.loginpages import NO_STORE, OAUTH_ERRORS, UNKNOWN_OAUTH_ERROR, document, page
 from bot.dashboard.viewer import Viewer, csrf_ok
 from bot.settings import Settings
 
@@ -77,7 +83,6 @@ MAX_INSTALLATIONS = 200
 CONCURRENCY = 8
 """GitHub API calls in flight at once while reading one user's installations."""
 _CODE = re.compile(r"[A-Za-z0-9_.-]{1,256}")
-_NO_STORE = {"Cache-Control": "no-store"}
 
 Clock = Callable[[], dt.datetime]
 HttpFactory = Callable[[], httpx.AsyncClient]
@@ -112,22 +117,6 @@ def safe_next(value: str | None, default: str = "/") -> str:
     if parts.path in ("/login", "/logout") or parts.path.startswith("/login/"):
         return default
     return value
-
-
-def page(status: int, title: str, *paragraphs: str, link: tuple[str, str] | None = None) -> HTMLResponse:
-    """A small self-contained HTML page (every text escaped), never cached."""
-    body = "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs)
-    if link is not None:
-        href, label = link
-        body += f'<p><a href="{html.escape(href)}">{html.escape(label)}</a></p>'
-    document = (
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-        f"<title>{html.escape(title)} · ARCS</title></head>"
-        "<body style='font-family: system-ui, sans-serif; max-width: 40rem; margin: 3rem auto; padding: 0 1rem'>"
-        f"<main><h1>{html.escape(title)}</h1>{body}</main></body></html>"
-    )
-    return HTMLResponse(document, status_code=status, headers=_NO_STORE)
 
 
 # --- sessions --------------------------------------------------------------------------------
@@ -479,7 +468,7 @@ class GitHubLogin:
             {"client_id": self.settings.client_id, "redirect_uri": self.redirect_uri, "state": state}
         )
         return RedirectResponse(
-            f"{self.web_url}/login/oauth/authorize?{query}", status_code=302, headers=_NO_STORE
+            f"{self.web_url}/login/oauth/authorize?{query}", status_code=302, headers=NO_STORE
         )
 
     async def callback(self, request: Request) -> Response:
@@ -492,19 +481,8 @@ class GitHubLogin:
         error = params.get("error")
         if error:
             log.info("dashboard_login_refused", error=error[:64])
-            if error == "access_denied":
-                return page(
-                    400,
-                    "Login cancelled",
-                    "GitHub says you did not authorize ARCS, so you are not logged in.",
-                    link=("/login", "Try again"),
-                )
-            return page(
-                400,
-                "GitHub did not log you in",
-                f"GitHub answered: {params.get('error_description') or error}",
-                link=("/login", "Try again"),
-            )
+            title, text = OAUTH_ERRORS.get(error, UNKNOWN_OAUTH_ERROR)
+            return page(400, title, text, link=("/login", "Try again"))
         given = params.get("state") or ""
         if (
             not isinstance(expected, str)
@@ -595,12 +573,8 @@ class GitHubLogin:
                 reason="redirect_uri_mismatch",
             )
         if error is not None:
-            raise LoginFailed(
-                502,
-                "GitHub did not log you in",
-                f"GitHub answered: {data.get('error_description') or error}",
-                reason=f"oauth error {str(error)[:64]}",
-            )
+            title, text = OAUTH_ERRORS.get(str(error), UNKNOWN_OAUTH_ERROR)
+            raise LoginFailed(502, title, text, reason=f"oauth error {str(error)[:64]}")
         token = data.get("access_token")
         if not isinstance(token, str) or not token:
             raise LoginFailed(
@@ -646,7 +620,7 @@ class GitHubLogin:
             repos=len(viewer.repos),
             admin_of=len(viewer.admin_of),
         )
-        return RedirectResponse(next_path, status_code=303, headers=_NO_STORE)
+        return RedirectResponse(next_path, status_code=303, headers=NO_STORE)
 
     async def logout_page(self, request: Request) -> Response:
         """A page with the "Log out" button (or saying that nobody is logged in)."""
@@ -658,15 +632,13 @@ class GitHubLogin:
                 "You are not logged in to the ARCS dashboard.",
                 link=("/login", "Log in with GitHub"),
             )
-        document = (
-            "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Log out · ARCS</title></head>"
-            "<body style='font-family: system-ui, sans-serif; max-width: 40rem; margin: 3rem auto; padding: 0 1rem'>"
-            f"<main><h1>Log out</h1><p>You are logged in as {html.escape(viewer.login)}.</p>"
+        body = (
+            f"<p>You are logged in as {html.escape(viewer.login)}.</p>"
             "<form method='post' action='/logout'>"
             f"<input type='hidden' name='csrf' value='{html.escape(viewer.csrf, quote=True)}'>"
-            "<button type='submit'>Log out</button></form></main></body></html>"
+            "<button type='submit'>Log out</button></form>"
         )
-        return HTMLResponse(document, headers=_NO_STORE)
+        return HTMLResponse(document("Log out", body), headers=NO_STORE)
 
     async def logout(self, request: Request) -> Response:
         """Delete the session (the CSRF token must match) and clear the cookie."""
@@ -674,7 +646,7 @@ class GitHubLogin:
         session = request.session
         if viewer is None:
             session.clear()
-            return RedirectResponse("/logout", status_code=303, headers=_NO_STORE)
+            return RedirectResponse("/logout", status_code=303, headers=NO_STORE)
         form = await read_form(request) or {}
         if not csrf_ok(viewer, form.get("csrf") or request.headers.get("x-csrf-token")):
             log.warning("dashboard_logout_bad_csrf", login=viewer.login)
@@ -692,4 +664,4 @@ class GitHubLogin:
                 log.warning("dashboard_session_not_deleted", error=repr(exc))
         session.clear()
         log.info("dashboard_logout", login=viewer.login)
-        return RedirectResponse("/logout", status_code=303, headers=_NO_STORE)
+        return RedirectResponse("/logout", status_code=303, headers=NO_STORE)

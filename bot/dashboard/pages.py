@@ -66,6 +66,19 @@ def int_param(request: Request, name: str, default: int, *, low: int, high: int)
     return min(max(value, low), high)
 
 
+MAX_DB_ID = 2**63 - 1
+"""The largest id a row can have (64-bit signed on PostgreSQL and SQLite alike)."""
+
+
+def id_param(request: Request, name: str) -> int | None:
+    """A path parameter that names a row (``{attempt_id:int}``), or ``None`` when no row can have
+    it (0, or beyond :data:`MAX_DB_ID`): the caller answers 404, the database is never asked."""
+    value = request.path_params.get(name)
+    if not isinstance(value, int) or not 1 <= value <= MAX_DB_ID:
+        return None
+    return value
+
+
 def weeks_param(request: Request) -> int:
     """``?weeks=N`` (1-104, default 12): the window of the numbers and charts."""
     return int_param(request, "weeks", DEFAULT_WEEKS, low=1, high=MAX_WEEKS)
@@ -341,7 +354,9 @@ class _Pages:
         viewer = viewer_of(request)
         if viewer is None:
             return login_redirect(request)
-        attempt_id = int(request.path_params["attempt_id"])
+        attempt_id = id_param(request, "attempt_id")
+        if attempt_id is None:
+            return self.not_found(request, viewer)
         detail = queries.attempt_detail(self.store, attempt_id, viewer.repos)
         if detail is None or not viewer.can_see_owner(detail.row.repo.split("/", 1)[0]):
             return self.not_found(request, viewer)
@@ -429,7 +444,9 @@ def page_routes(store: Store, settings: Settings, *, clock: Clock = utcnow) -> l
 
 
 __all__ = [
+    "MAX_DB_ID",
     "PolicyInput",
+    "id_param",
     "login_redirect",
     "page_routes",
     "parse_policy_form",

@@ -25,12 +25,13 @@ from bot.dashboard.queries_rows import (
     AttemptPage,
     AttemptRow,
     EventRow,
+    JoinedRunRow,
     PolicyRow,
     Problem,
     PullRequestRow,
 )
 from bot.dashboard.queries_sql import _in_repos, _session
-from bot.store.models import Attempt, Event, Policy, PullRequest
+from bot.store.models import Attempt, Event, JoinedRun, Policy, PullRequest
 from bot.store.store import Store
 
 _ROW_COLUMNS = (
@@ -61,6 +62,9 @@ _ROW_COLUMNS = (
     Attempt.pr_state,
 )
 
+
+MAX_JOINED_RUNS = 1000
+"""Joined runs listed on an attempt's page (a flood is bounded by the runs of one commit)."""
 
 _CULPRIT_SHA = Attempt.trace[("culprit", "sha")].as_string().label("culprit_sha")
 """The culprit's sha in the stored report (``attempts.trace``), read in SQL (NULL when absent)."""
@@ -114,6 +118,7 @@ def attempt_detail(store: Store, attempt_id: int, repos: Collection[str]) -> Att
         Attempt.trace_path,
         Attempt.trace,
         Attempt.options,
+        Attempt.failure_signature,
     ).where(Attempt.id == attempt_id)
     with _session(store) as session:
         row = session.execute(stmt).first()
@@ -131,6 +136,12 @@ def attempt_detail(store: Store, attempt_id: int, repos: Collection[str]) -> Att
             ).first()
         events = session.scalars(
             select(Event).where(Event.attempt_id == attempt_id).order_by(Event.created_at, Event.id)
+        ).all()
+        joined = session.execute(
+            select(JoinedRun.run_id, JoinedRun.workflow_name, JoinedRun.created_at)
+            .where(JoinedRun.attempt_id == attempt_id)
+            .order_by(JoinedRun.id)
+            .limit(MAX_JOINED_RUNS)
         ).all()
         pr = None if pr_row is None else _pr(pr_row)
         event_rows = tuple(_event(e) for e in events)
@@ -150,6 +161,8 @@ def attempt_detail(store: Store, attempt_id: int, repos: Collection[str]) -> Att
         options=options,
         pr=pr,
         events=event_rows,
+        joined_runs=tuple(JoinedRunRow(int(r), w, c) for r, w, c in joined),
+        failure_signature=row.failure_signature,
     )
 
 

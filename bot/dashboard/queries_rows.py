@@ -169,6 +169,23 @@ class EventRow:
 
 
 @dataclass(frozen=True, slots=True)
+class JoinedRunRow:
+    """A failed workflow run that joined the attempt (same commit, same failure)."""
+
+    run_id: int
+    workflow_name: str | None
+    created_at: dt.datetime
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {
+            "run_id": self.run_id,
+            "workflow_name": self.workflow_name,
+            "joined_at": _iso(self.created_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class AttemptDetail:
     """One attempt with what it produced: patch, explanation, trace summary, PR, events.
 
@@ -185,6 +202,9 @@ class AttemptDetail:
     options: Mapping[str, Any] | None
     pr: PullRequestRow | None
     events: tuple[EventRow, ...]
+    joined_runs: tuple[JoinedRunRow, ...] = ()
+    """Other runs of the commit that failed the same way (``also failing``), first joined first."""
+    failure_signature: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready (the trace summary without the rendered markdown and the file contents)."""
@@ -203,6 +223,8 @@ class AttemptDetail:
             "trace": summary,
             "pull_request": None if self.pr is None else self.pr.to_json(),
             "events": [e.to_json() for e in self.events],
+            "failure_signature": self.failure_signature,
+            "joined_runs": [r.to_json() for r in self.joined_runs],
         }
 
 

@@ -1,13 +1,16 @@
 """``issue_comment`` -> ``/arcs`` commands (see :mod:`bot.commands`).
 
 The request path only parses; the worker (``handle_command``) checks the author's permission
-through the API (write, maintain or admin; the payload's ``author_association`` is not trusted)
-and replies: the result, a refusal, or the parse error carried in ``error``.
+through the API first (write, maintain or admin; the payload's ``author_association`` is not
+trusted). An author without it gets no reply at all (no comment, no reaction: anyone can comment,
+so anyone could otherwise make the bot post); to the others the worker replies: the result, a
+refusal, or the parse error carried in ``error``.
 
 Refused here without a reply: comments by bots, ARCS's own account included (replying to a bot
 invites loops) and comments without a command. Edited comments are never executed (the text
 someone approved may not be the text that runs); when an edited comment contains a command,
-the worker replies once per comment asking for a new comment (``refusal: "edited"``).
+the worker replies once per comment asking for a new comment (``refusal: "edited"``), to an
+author with write access only.
 """
 
 from __future__ import annotations

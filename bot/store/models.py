@@ -10,6 +10,8 @@ aware ``datetime`` on SQLite too (:class:`UTCDateTime`).
   never yields a second attempt (and so never a second branch or pull request). The columns are
   what the dashboard shows: who, what triggered it, how it ended, what it cost, the PR.
 - ``pull_requests``: the pull requests ARCS opened (``(repo, number)`` unique) and their fate.
+- ``joined_runs`` (0005): the other failed workflow runs of the same commit whose failure has the
+  attempt's signature (``(attempt_id, run_id)`` unique): one attempt per failure, every run recorded.
 - ``events``: refusals, errors and notices, so that nothing fails silently.
 - ``policies``: what org admins decided (kill switch, monthly USD budgets, PRs per day, quiet
   hours), one row per owner (``repo = ''``) or per repository.
@@ -156,6 +158,8 @@ class Attempt(Base):
         # they read the index instead of rows carrying patches and traces (bench/dashboard).
         Index("ix_attempts_window", "created_at", "repo", "status", "cost_usd", "failure_class", "trigger"),
         Index("ix_attempts_durations", "status", "started_at", "finished_at"),
+        # 0005: which attempt a workflow run started (a redelivered run skips the log download).
+        Index("ix_attempts_repo_run_id", "repo", "run_id"),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
@@ -221,6 +225,12 @@ class Attempt(Base):
     cancel_reason: Mapped[str | None] = mapped_column(Text)
     reserved_usd: Mapped[float | None] = mapped_column(Float)
     """USD set aside from the monthly budget while the attempt runs (``cost_usd`` replaces it)."""
+    # added in 0005
+    failure_signature: Mapped[str | None] = mapped_column(String(64))
+    """A CI attempt's failure signature (:mod:`jobs.failures`); part of its idempotency key."""
+    admitted_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    """When admission let the repair start (a running attempt with it counts against
+    ``ARCS_MAX_RUNNING_PER_REPO``); cleared when the attempt is deferred."""
 
 
 class PullRequest(Base):
@@ -247,6 +257,25 @@ class PullRequest(Base):
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
     merged_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
     closed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+
+
+class JoinedRun(Base):
+    """A failed workflow run that joined an attempt: same repository, commit and failure signature."""
+
+    __tablename__ = "joined_runs"
+    # The arbiter of "recorded once": a redelivered run, or two workers joining it at once.
+    __table_args__ = (
+        UniqueConstraint("attempt_id", "run_id"),
+        Index("ix_joined_runs_repo_run_id", "repo", "run_id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    attempt_id: Mapped[int] = mapped_column(BigId, ForeignKey("attempts.id", ondelete="CASCADE"))
+    repo: Mapped[str] = mapped_column(String(255))
+    run_id: Mapped[int] = mapped_column(BigInteger)
+    workflow_name: Mapped[str | None] = mapped_column(String(255))
+    delivery_id: Mapped[str | None] = mapped_column(String(DELIVERY_ID_MAX))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
 
 
 class Event(Base):

@@ -74,6 +74,7 @@ from bot.store.models import (
     DashboardSession,
     Delivery,
     Event,
+    JoinedRun,
     Policy,
     PullRequest,
 )
@@ -95,7 +96,7 @@ SCHEMA_RETRY_S = 1.0
 RELAY_GRACE = dt.timedelta(seconds=30)
 """How long a ``received`` delivery belongs to the request that recorded it; after that a
 redelivery or the relay may enqueue it again. Longer than any answer can take (5 s)."""
-_CLIP = {"event": 64, "action": 64, "repo": 255}
+_CLIP = {"event": 64, "action": 64, "repo": 255, "workflow_name": 255}
 
 Clock = Callable[[], dt.datetime]
 
@@ -446,13 +447,16 @@ class Store:
         """Record several deliveries in one statement, so one commit (one WAL flush) serves them
         all (the web process's group commit, :mod:`bot.web.intake`). Returns the ids that were
         fresh; same rules as :meth:`record_delivery` per row, an id given twice counts once."""
-        params = self.delivery_params(rows)
-        if not params:
+        if not rows:
             return set()
         # The hot path of every webhook: one prebuilt Core statement (a multi-row INSERT for a
         # batch), autocommitted: one round trip, no BEGIN/COMMIT, no ORM session.
         statement = self._delivery_statements().record
         for attempt in (1, 2):
+            # Dated when sent (a retry too): the row's time starts its writer's claim.
+            params = self.delivery_params(rows)
+            if not params:
+                return set()
             try:
                 with self._connection(autocommit=True) as conn:
                     result = conn.execute(statement, params[0] if len(params) == 1 else params)
@@ -635,6 +639,62 @@ class Store:
         """The attempt claimed with this idempotency key, if any."""
         with self._sessions() as session:
             return session.scalars(select(Attempt).where(Attempt.idempotency_key == key)).first()
+
+    def join_attempt(
+        self,
+        attempt_id: int,
+        *,
+        repo: str,
+        run_id: int,
+        workflow_name: str | None = None,
+        delivery_id: str | None = None,
+    ) -> bool:
+        """Record that workflow run ``run_id`` failed as the attempt's own run did (same repository,
+        commit and failure signature): ``True`` the first time, ``False`` when already recorded.
+
+        One ``INSERT … ON CONFLICT DO NOTHING`` on ``(attempt_id, run_id)``: a redelivered run,
+        or two workers joining it at once, record it once.
+        """
+        stmt = (
+            self._insert(JoinedRun)
+            .values(
+                attempt_id=attempt_id,
+                repo=repo,
+                run_id=run_id,
+                workflow_name=_clip(workflow_name, "workflow_name"),
+                delivery_id=delivery_id,
+                created_at=self._clock(),
+            )
+            .on_conflict_do_nothing(index_elements=[JoinedRun.attempt_id, JoinedRun.run_id])
+            .returning(JoinedRun.id)
+        )
+        with self._write() as session:
+            return session.execute(stmt).scalar_one_or_none() is not None
+
+    def attempt_of_run(self, repo: str, run_id: int) -> Attempt | None:
+        """The CI attempt that workflow run ``run_id`` of ``repo`` started or joined, if any
+        (the newest, should a run have several)."""
+        own = select(Attempt.id).where(Attempt.repo == repo, Attempt.run_id == run_id)
+        joined = select(JoinedRun.attempt_id).where(JoinedRun.repo == repo, JoinedRun.run_id == run_id)
+        stmt = (
+            select(Attempt)
+            .where(or_(Attempt.id.in_(own), Attempt.id.in_(joined)))
+            .order_by(Attempt.id.desc())
+            .limit(1)
+        )
+        with self._sessions() as session:
+            return session.scalars(stmt).first()
+
+    def joined_runs(self, attempt_id: int, *, limit: int = 1000) -> list[JoinedRun]:
+        """The runs that joined the attempt, first joined first."""
+        stmt = (
+            select(JoinedRun)
+            .where(JoinedRun.attempt_id == attempt_id)
+            .order_by(JoinedRun.id)
+            .limit(max(1, limit))
+        )
+        with self._sessions() as session:
+            return list(session.scalars(stmt))
 
     def attempts(
         self,
@@ -924,18 +984,27 @@ class Store:
         caps: Mapping[str | None, float],
         since: dt.datetime,
         pr_limits: PrLimits | None = None,
+        max_running: int | None = None,
     ) -> Admission:
-        """Check the pull-request limits of ``repo`` and reserve USD, atomically per owner.
+        """Check the limits of ``repo`` and reserve USD, atomically per owner.
 
-        With ``pr_limits``: ARCS pull requests opened since ``pr_limits.since`` (and still open)
-        plus the pull requests that admitted attempts may still open (running with a reservation,
-        or fixed and not yet published) are counted; at a limit nothing is reserved and
-        :attr:`Admission.refused` names it. Otherwise the USD grant is computed as in
-        :meth:`reserve_usd` and written (a grant of 0 writes nothing).
+        With ``max_running``: when that many other attempts of ``repo`` are running and were
+        admitted (``admitted_at`` set, started within :data:`RESERVATION_TTL`), nothing is
+        reserved and :attr:`Admission.refused` is ``max_running`` (with the count in
+        :attr:`Admission.running`). With ``pr_limits``: ARCS pull requests opened since
+        ``pr_limits.since`` (and still open) plus the pull requests that admitted attempts may
+        still open (running with a reservation, or fixed and not yet published) are counted; at a
+        limit nothing is reserved and :attr:`Admission.refused` names it. Otherwise the USD grant
+        is computed as in :meth:`reserve_usd` and written (a grant of 0 writes none) and the
+        attempt is marked admitted.
         """
         with self._write() as session:
             self._budget_lock(session, owner, attempt_id)
             now = self._clock()
+            if max_running is not None:
+                running = _running_count(session, repo, now, exclude=attempt_id)
+                if running >= max_running:
+                    return Admission(0.0, None, "max_running", running=running)
             tally: PrTally | None = None
             if pr_limits is not None:
                 tally = _pr_tally(session, repo, pr_limits.since, now, exclude=attempt_id)
@@ -948,8 +1017,10 @@ class Store:
                 used = _usd_committed(session, owner, scope, since, now, exclude=attempt_id)
                 grant = min(grant, max(0.0, float(limit) - used))
             grant = round(grant, 6)
+            admitted: dict[str, Any] = {"admitted_at": now}
             if grant > 0:
-                session.execute(update(Attempt).where(Attempt.id == attempt_id).values(reserved_usd=grant))
+                admitted["reserved_usd"] = grant
+            session.execute(update(Attempt).where(Attempt.id == attempt_id).values(**admitted))
             return Admission(grant, tally, None)
 
     def release_usd(self, attempt_id: int, *, cost_usd: float | None = None) -> None:
@@ -983,7 +1054,7 @@ class Store:
     def defer_attempt(self, attempt_id: int) -> Attempt:
         """Put a running attempt back to ``queued`` for a delayed message (quiet hours)."""
         return self.update_attempt(
-            attempt_id, status="queued", message_id=DEFERRED_MESSAGE, reserved_usd=None
+            attempt_id, status="queued", message_id=DEFERRED_MESSAGE, reserved_usd=None, admitted_at=None
         )
 
     def take_deferred(self, attempt_id: int, message_id: str | None) -> bool:
@@ -1131,6 +1202,21 @@ def _usd_committed(
     )
     total = (session.execute(spent).scalar_one() or 0.0) + (session.execute(held).scalar_one() or 0.0)
     return round(float(total), 6)
+
+
+def _running_count(session: Session, repo: str, now: dt.datetime, *, exclude: int) -> int:
+    """Admitted attempts of ``repo`` still running (those started longer ago than
+    :data:`RESERVATION_TTL` are not counted: their worker died)."""
+    from sqlalchemy import func
+
+    stmt = select(func.count(Attempt.id)).where(
+        Attempt.repo == repo,
+        Attempt.id != exclude,
+        Attempt.status == "running",
+        Attempt.admitted_at.is_not(None),
+        Attempt.started_at >= now - RESERVATION_TTL,
+    )
+    return int(session.execute(stmt).scalar_one())
 
 
 def _pr_tally(

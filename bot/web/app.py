@@ -7,6 +7,7 @@ import contextlib
 import gc
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import anyio.to_thread
 import structlog
@@ -17,13 +18,14 @@ from starlette.routing import BaseRoute, Route
 from bot.handlers.registry import build_router
 from bot.routing import Router
 from bot.settings import Settings
+from bot.web.headers import SecureStarlette, content_security_policy, script_hash
 from bot.web.health import Readiness, healthz
 from bot.web.intake import WRITERS, Intake
 from bot.web.pg_intake import AsyncPgRecorder
 from bot.web.ports import DeliveryStore, Enqueuer
 from bot.web.redis_intake import AsyncRedisSender
 from bot.web.relay import Relay
-from bot.web.setup import ManifestFlow
+from bot.web.setup import AUTOSUBMIT_JS, ManifestFlow
 from bot.web.webhooks import BodyBudget, WebhookEndpoint
 
 if TYPE_CHECKING:
@@ -80,6 +82,16 @@ def _freeze_startup_objects() -> None:
         gc.freeze()
 
 
+def web_csp(settings: Settings) -> str:
+    """The web process's Content-Security-Policy: the manifest flow's form goes to the GitHub web
+    URL and submits itself with its one script (:mod:`bot.web.headers`)."""
+    parts = urlsplit(settings.web_url)
+    origin = f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") and parts.netloc else ""
+    return content_security_policy(
+        form_targets=[origin] if origin else [], script_hashes=[script_hash(AUTOSUBMIT_JS)]
+    )
+
+
 def _close(resource: Any) -> None:
     close = getattr(resource, "close", None)
     if callable(close):
@@ -100,6 +112,7 @@ def create_app(
     http: HttpFactory | None = None,
 ) -> Starlette:
     """Build the app. Ports left out are built from ``settings`` (and closed on shutdown).
+    Every response carries the security headers (:mod:`bot.web.headers`).
 
     Routes: ``POST /webhooks/github``, ``GET /healthz``, ``GET /readyz``, ``GET /setup``,
     ``GET /setup/callback``; with ``dashboard`` (and a full :class:`bot.store.store.Store`, not
@@ -127,6 +140,8 @@ def create_app(
         # PostgreSQL and Redis are awaited on the event loop; other ports run in a thread.
         recorder=AsyncPgRecorder.for_store(store, timeout_s=settings.database_timeout_s, size=WRITERS),
         sender=AsyncRedisSender.for_enqueuer(enqueuer),
+        # The writer enqueues only within the first half of its claim on a recorded row.
+        claim_s=settings.relay_grace_s / 2,
     )
     budget = BodyBudget(int(settings.webhook_body_budget_mb * 1024 * 1024))
 
@@ -167,7 +182,8 @@ def create_app(
             middleware = dashboard_middleware(settings, store)
         else:
             log.info("dashboard_not_mounted", reason="the store is not the SQL store")
-    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+    app = SecureStarlette(routes=routes, middleware=middleware, lifespan=lifespan, csp=web_csp(settings))
     app.state.relay = relay
+    app.state.intake = intake
     app.state.body_budget = budget
     return app

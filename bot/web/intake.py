@@ -18,6 +18,14 @@ recorded; values are validated before they are batched, so one delivery cannot p
 others). Jobs the broker did not take are left to the relay (:mod:`bot.web.relay`); with a
 synchronous broker the rest of the batch is left to it after the first failure, so a stalled
 broker costs one socket timeout per batch, not one per job.
+
+A stalled database: the writer enqueues only what it still holds a live claim on. A recorded
+``received`` row belongs to its writer for the relay grace after the row's time; then the relay,
+or a redelivery, may claim it and enqueue its jobs. So the writer enqueues a fresh delivery only
+when its statement returned within ``claim_s`` (half the grace) of being sent, and never one whose
+request already answered 503 (``abandoned``): such a late-recorded delivery is left to exactly one
+later claim (the relay after the grace, or GitHub's redelivery), never enqueued twice. A
+delivery abandoned before its batch was written is not written at all.
 """
 
 from __future__ import annotations
@@ -39,10 +47,18 @@ log = structlog.get_logger("arcs.intake")
 
 MAX_BATCH = 200
 """Deliveries per statement at most (far more than arrive during one commit)."""
+CLAIM_S = 15.0
+"""Default of how long after its statement was sent a fresh delivery may still be enqueued by the
+writer (half the default relay grace of 30 s; :func:`bot.web.app.create_app` passes half of
+``ARCS_RELAY_GRACE_S``)."""
 WRITERS = 2
 """Writer tasks per process: one batch can be recorded while another is enqueued, and a stalled
 broker does not hold every batch; more writers only make the batches smaller (bench/intake: 1, 2
 and 4 within the noise, 2 kept for the overlap)."""
+
+
+class LateRecord(TimeoutError):
+    """A delivery recorded after its writer's claim ran out: its jobs are left to the relay."""
 
 
 class AsyncRecorder(Protocol):
@@ -86,6 +102,11 @@ class Submission:
     fresh: bool | None = None
     enqueued: bool = False
     broker_error: BaseException | None = field(default=None, repr=False)
+    abandoned: bool = False
+    """The request answered 503 ("not recorded") without waiting any longer: the writer must not
+    record it any more, nor enqueue it if its statement was already on its way."""
+    fresh_but_left: bool = False
+    """Recorded fresh, but too late for the writer to enqueue: the relay's (or a redelivery's)."""
 
 
 @dataclass(eq=False)
@@ -109,10 +130,12 @@ class Intake:
         writers: int = WRITERS,
         recorder: AsyncRecorder | None = None,
         sender: AsyncSender | None = None,
+        claim_s: float = CLAIM_S,
     ) -> None:
         self.store = store
         self.enqueuer = enqueuer
         self.relay = relay
+        self.claim_s = claim_s
         self.max_batch = max_batch
         self.writers = writers
         self.recorder = recorder
@@ -163,9 +186,15 @@ class Intake:
     # --- one batch --------------------------------------------------------------------------
 
     async def _process(self, batch: list[Submission]) -> None:
+        # Requests that already answered 503 while waiting for a writer: never recorded now.
+        batch = [s for s in batch if not s.abandoned]
+        if not batch:
+            return
         error: BaseException | None = None
         try:
+            sent = time.perf_counter()
             await self._record(batch)
+            self._keep_live_claims(batch, sent)
             await self._enqueue(batch)
         except Exception as exc:  # the store failed: every request of the batch answers 503
             error = exc
@@ -189,8 +218,25 @@ class Intake:
                 claimed.add(delivery_id)
             submission.recorded = True
 
+    def _keep_live_claims(self, batch: list[Submission], sent: float) -> None:
+        """Give up the writer's claim on fresh deliveries recorded too late to be the writer's
+        (see the module docstring): the relay or a redelivery enqueues them, once."""
+        late = time.perf_counter() - sent >= self.claim_s
+        for submission in batch:
+            if submission.fresh and submission.jobs and (late or submission.abandoned):
+                submission.fresh_but_left = True
+                submission.broker_error = LateRecord(
+                    "recorded after the request gave up" if submission.abandoned else "recorded late"
+                )
+                log.warning(
+                    "intake_recorded_late",
+                    delivery_id=submission.row.delivery_id,
+                    abandoned=submission.abandoned,
+                    record_ms=round((time.perf_counter() - sent) * 1000),
+                )
+
     async def _enqueue(self, batch: list[Submission]) -> None:
-        todo = [s for s in batch if s.fresh and s.jobs]
+        todo = [s for s in batch if s.fresh and s.jobs and not s.fresh_but_left]
         if not todo:
             return
         if self.sender is not None:

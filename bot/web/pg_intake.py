@@ -88,17 +88,14 @@ class AsyncPgRecorder:
         if not self.store.schema_ready:
             # Once per process (or until the database first answers): migrations stay sync.
             await asyncio.to_thread(self.store.ensure_schema)
-        params = self.store.delivery_params(rows)
-        if not params:
+        if not rows:
             return set()
-        values: dict[str, Any] = {name: [p[name] for p in params] for name in _COLUMNS if name != "jobs"}
-        values["jobs"] = [Json(p["jobs"]) if p["jobs"] is not None else None for p in params]
-        values["now"] = params[0]["received_at"]
-        values["stale_before"] = params[0]["stale_before"]
         for attempt in (1, 2):
             conn = await self._acquire()
             try:
-                cursor = await conn.execute(RECORD_SQL, values)
+                # Dated once the connection is in hand (a retry too): the row's time starts its
+                # writer's claim (bot.web.intake).
+                cursor = await conn.execute(RECORD_SQL, self._values(rows))
                 fresh = {str(r[0]) for r in await cursor.fetchall()}
             except psycopg.OperationalError:
                 if not conn.broken:  # a timeout or a lock: the connection is fine, the batch failed
@@ -117,6 +114,15 @@ class AsyncPgRecorder:
             self._idle.append(conn)
             return fresh
         raise AssertionError("unreachable")
+
+    def _values(self, rows: Sequence[DeliveryRow]) -> dict[str, Any]:
+        """The statement's arrays for ``rows`` (:meth:`Store.delivery_params`, dated now)."""
+        params = self.store.delivery_params(rows)
+        values: dict[str, Any] = {name: [p[name] for p in params] for name in _COLUMNS if name != "jobs"}
+        values["jobs"] = [Json(p["jobs"]) if p["jobs"] is not None else None for p in params]
+        values["now"] = params[0]["received_at"]
+        values["stale_before"] = params[0]["stale_before"]
+        return values
 
     async def _acquire(self) -> psycopg.AsyncConnection[Any]:
         if self._idle:

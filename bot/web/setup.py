@@ -101,6 +101,11 @@ def is_configured(settings: Settings) -> bool:
     return settings.app_id is not None or secrets_path(settings).exists()
 
 
+AUTOSUBMIT_JS = "document.forms[0].submit();"
+"""The one inline script of the web process (the manifest form posts itself to GitHub); the
+Content-Security-Policy allows exactly this text by its hash (:mod:`bot.web.headers`)."""
+
+
 def _page(title: str, body: str, status_code: int = 200) -> HTMLResponse:
     return HTMLResponse(
         "<!doctype html><html><head><meta charset='utf-8'>"
@@ -283,7 +288,7 @@ class ManifestFlow:
             f"<input type='hidden' name='manifest' value='{html.escape(json.dumps(manifest), quote=True)}'>"
             "<p>Creating the GitHub App on GitHub… If nothing happens, press the button.</p>"
             "<button type='submit'>Create the GitHub App</button></form>"
-            "<script>document.forms[0].submit();</script>"
+            f"<script>{AUTOSUBMIT_JS}</script>"
         )
         response = _page("Create the ARCS GitHub App", body)
         response.set_cookie(

@@ -22,7 +22,9 @@ Answers (small JSON: ``{"status": ..., "jobs": N, "reason": ...}``):
   deeper than :data:`MAX_JSON_DEPTH`; 503 (nothing read further) when this process already holds
   ``ARCS_WEBHOOK_BODY_BUDGET_MB`` of bodies not yet verified.
 * 503: the webhook secret is not configured (never accept unsigned deliveries), or the database
-  is down or did not answer in time. Every answer comes within :data:`ANSWER_DEADLINE_S` once the
+  is down or did not answer in time (then the delivery is not recorded later by this request's
+  writer, or, when its statement was already sent and lands late, left to the relay: it is never
+  enqueued twice). Every answer comes within :data:`ANSWER_DEADLINE_S` once the
   body is read: the database and broker calls are bounded by their timeouts, and by this deadline.
 
 Never losing an acknowledged delivery: the delivery is written *with its jobs* in one statement
@@ -219,8 +221,21 @@ def load_json(body: bytes) -> dict[str, Any]:
     return data
 
 
+MAX_ID = 2**63 - 1
+"""GitHub's ids fit a 64-bit signed column; a larger one is no GitHub id (and would fail the
+whole group-committed batch of deliveries on PostgreSQL)."""
+
+
 def _int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _installation_id(installation: Any) -> int | None:
+    """``installation.id`` when given; 400 when it is no 64-bit id."""
+    value = _int_or_none(installation.get("id")) if isinstance(installation, dict) else None
+    if value is not None and not 1 <= value <= MAX_ID:
+        raise WebhookRejected(400, "installation.id is out of range")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +265,7 @@ def _describe(headers: Mapping[str, str], body: bytes, data: dict[str, Any]) -> 
         delivery_id=delivery_id,
         event=event,
         action=action if isinstance(action, str) else None,
-        installation_id=_int_or_none(installation.get("id")) if isinstance(installation, dict) else None,
+        installation_id=_installation_id(installation),
         repo=repo if isinstance(repo, str) else None,
         payload_sha256=hashlib.sha256(body).hexdigest(),
     )
@@ -370,6 +385,9 @@ class WebhookEndpoint:
             await asyncio.wait_for(asyncio.shield(submission.future), timeout=_left(started))
         except TimeoutError:
             if not submission.recorded:
+                # Said "not recorded": the writer must not record it now, nor enqueue it if its
+                # statement still lands (bot.web.intake: left to one later claim, never two).
+                submission.abandoned = True
                 bound.error("webhook_store_timeout")
                 return _answer(503, "unavailable", reason="database did not answer in time")
             submission.broker_error = submission.broker_error or TimeoutError("the broker is slow")
@@ -382,6 +400,14 @@ class WebhookEndpoint:
         if not jobs:
             bound.info("webhook_ignored", reason=decision.reason)
             return _answer(202, "ignored", reason=decision.reason)
+        if submission.fresh_but_left:  # the database was slow: the relay enqueues it, once
+            bound.warning("webhook_recorded_late")
+            return _answer(
+                202,
+                "recorded",
+                jobs=len(jobs),
+                reason="database slow: the jobs are recorded and the relay will enqueue them",
+            )
         if not submission.enqueued:  # down, or slower than the deadline: the relay takes over
             bound.error("webhook_broker_unavailable", error=repr(submission.broker_error))
             return _answer(
