@@ -3,7 +3,8 @@
 Discovery asks git (tracked files plus untracked files that are not ignored, so a dirty working tree and
 nested ``.gitignore`` files are handled exactly as git does), then drops what is not worth indexing:
 caller exclusions, symlinks, deleted files, oversized, binary, generated and minified files, and files
-whose language is unknown. Repositories are untrusted input: nothing here follows a symlink.
+whose language is unknown. Repositories are untrusted input: nothing here follows a symlink, waits
+on a FIFO or reads a file whole (every read goes through :mod:`jobs.repair.wsfs`, with a size cap).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pathspec
 
 # is_test_path lives in the pure indexing.languages (the repair core uses it); re-exported here.
 from indexing.languages import is_test_path, language_for_path
+from jobs.repair import wsfs
 
 __all__ = [
     "BINARY_SNIFF_BYTES",
@@ -46,6 +48,9 @@ _PROSE_LANGUAGES = frozenset({"markdown", "rst"})
 _PROSE_SUFFIXES = (".txt", ".text", ".adoc", ".asciidoc", ".org", ".tex")
 _VCS_DIRS = frozenset({".git", ".hg", ".svn"})
 _GIT_TIMEOUT_S = 120
+READ_LIMIT = 16 << 20
+"""The largest file :func:`read_text` returns (larger: None); discovery's own cap is lower."""
+_GITIGNORE_LIMIT = 1 << 20
 
 
 def discover_files(
@@ -76,13 +81,14 @@ def discover_files(
     return found
 
 
-def read_text(repo_root: Path, rel: str) -> str | None:
+def read_text(repo_root: Path, rel: str, *, limit: int = READ_LIMIT) -> str | None:
     """The UTF-8 text of ``repo_root/rel`` (a leading BOM removed), or ``None``.
 
-    ``None`` when the file is missing, unreadable, a symlink, outside the repository, binary or not
-    valid UTF-8. Never raises for such files; the caller decides whether to warn.
+    ``None`` when the file is missing, unreadable, a symlink (or below one), not a regular file,
+    outside the repository, larger than ``limit``, binary or not valid UTF-8. Never raises for such
+    files; the caller decides whether to warn.
     """
-    data = _read_bytes(Path(repo_root), rel, limit=None)
+    data = _read_bytes(Path(repo_root), rel, limit=limit)
     if data is None:
         return None
     return _decode(data)
@@ -149,7 +155,7 @@ def _walk_files(root: Path) -> Iterator[str]:
         # Drop rules from directories we have left (os.walk is depth-first, top-down).
         specs[:] = [(b, s) for b, s in specs if not b or rel_dir == b or rel_dir.startswith(b + "/")]
         if ".gitignore" in filenames:
-            lines = _read_lines(Path(dirpath) / ".gitignore")
+            lines = _read_lines(root, _join(rel_dir, ".gitignore"))
             if lines:
                 specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
         dirnames[:] = sorted(
@@ -165,18 +171,17 @@ def _join(base: str, name: str) -> str:
     return f"{base}/{name}" if base else name
 
 
-def _read_lines(path: Path) -> list[str]:
+def _read_lines(root: Path, rel: str) -> list[str]:
     try:
-        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+        return wsfs.read_text(root, rel, limit=_GITIGNORE_LIMIT, errors="replace").splitlines()
     except OSError:
         return []
 
 
 def _indexable(root: Path, rel: str, language: str, max_file_bytes: int) -> bool:
-    try:
-        st = os.lstat(root / rel)
-    except OSError:
-        return False  # deleted from the work tree, or unreadable
+    st = wsfs.entry_stat(root, rel)
+    if st is None:
+        return False  # deleted from the work tree, unreadable, or below a symlink
     if not stat.S_ISREG(st.st_mode) or st.st_size > max_file_bytes:
         return False  # symlinks, submodules (directories), sockets…; oversized files
     data = _read_bytes(root, rel, limit=max_file_bytes)
@@ -189,20 +194,12 @@ def _indexable(root: Path, rel: str, language: str, max_file_bytes: int) -> bool
     return prose or not is_minified(text)
 
 
-def _read_bytes(root: Path, rel: str, *, limit: int | None) -> bytes | None:
-    """Bytes of a regular file inside ``root``; None for symlinks, escapes and I/O errors."""
+def _read_bytes(root: Path, rel: str, *, limit: int) -> bytes | None:
+    """The whole regular file ``rel`` of ``root`` when at most ``limit`` bytes; None for links (at
+    any component), FIFOs, escapes, larger files and I/O errors."""
     try:
-        base = root.resolve()
-        target = base / rel
-        # Intermediate symlinks must not lead out of the repository; O_NOFOLLOW rejects a final one.
-        if not target.resolve().is_relative_to(base):
-            return None
-        fd = os.open(target, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return None
-            return handle.read() if limit is None else handle.read(limit + 1)
-    except (OSError, ValueError, RuntimeError):
+        return wsfs.read_bytes(root, rel, limit=limit, whole=True)
+    except OSError:
         return None
 
 

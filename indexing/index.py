@@ -67,6 +67,7 @@ from indexing.retention import collection_name, default_repo_id, index_files
 from indexing.retriever import HybridRetriever, chunk_from_payload
 from indexing.store import PointData, QdrantStore, StoreFilter, ancestor_dirs, point_id
 from indexing.tokens import document_vector
+from jobs.repair import wsfs
 from jobs.repair.errors import UsageError
 
 EMBED_BATCH = 256
@@ -646,11 +647,8 @@ class RepoIndex:
         return out
 
     def _stat(self, rel: str) -> tuple[int, int] | None:
-        try:
-            st = (self.root / rel).stat()
-        except OSError:
-            return None
-        return (st.st_size, st.st_mtime_ns)
+        st = wsfs.entry_stat(self.root, rel)  # no link followed, as read_text
+        return None if st is None else (st.st_size, st.st_mtime_ns)
 
     def _unreadable(self, current: set[str]) -> list[str]:
         """Files git lists that discovery dropped because they cannot be read (permission denied)."""

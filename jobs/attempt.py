@@ -36,7 +36,7 @@ import structlog
 from jobs import render
 from jobs.admission import Admitted, admit
 from jobs.branches import branch_name
-from jobs.config import ArcsConfig, from_repo_config, load, load_repo_config
+from jobs.config import CONFIG_LIMIT, ArcsConfig, from_repo_config, load, load_repo_config
 from jobs.failures import Triage, failure_key, join, triage
 from jobs.green import ChangeSource, change_signal
 from jobs.messages import JobRequest, RepairCiFailure, RepairIssue
@@ -44,6 +44,7 @@ from jobs.outcome import record_outcome
 from jobs.plan import RepairRequest, plan_for
 from jobs.policy_interrupt import StoreInterrupt
 from jobs.ports import GitHubGateway, IssueInfo
+from jobs.repair import wsfs
 from jobs.repair.errors import ConfigError
 from jobs.run import AttemptRun, Deps, one_line, run_attempt
 
@@ -140,11 +141,7 @@ def checkout_config(workdir: Path) -> ArcsConfig:
     """
 
     def read(path: str) -> str | None:
-        target = workdir / path
-        try:
-            return target.read_text(encoding="utf-8") if target.is_file() else None
-        except (OSError, UnicodeDecodeError):
-            return None
+        return wsfs.text_or_none(workdir, path, limit=CONFIG_LIMIT)
 
     try:
         return load(read)

@@ -13,6 +13,7 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
+from jobs.repair import wsfs
 from jobs.repair.edits import AppliedEdits, FileChange
 from jobs.repair.tier0.autofix import CommandRun
 from jobs.sandbox_workbench import write_change
@@ -95,8 +96,8 @@ class SandboxCommandBench:
         out: list[FileChange] = []
         for rel in sorted(paths):
             base = self.repo / rel
-            old = _text(base)
-            new = _text(ws / rel)
+            old = wsfs.text_or_none(self.repo, rel)
+            new = wsfs.text_or_none(ws, rel)
             if old == new or (old is None and base.exists()) or (new is None and (ws / rel).exists()):
                 continue  # unchanged, or binary on one side: not something a formatter patch carries
             mode = _MODE_EXEC if base.exists() and base.stat().st_mode & 0o111 else _MODE_FILE
@@ -120,15 +121,6 @@ def _stamps(root: Path) -> dict[str, Stamp]:
             if stat.S_ISREG(st.st_mode):
                 out[prefix + name] = (st.st_size, st.st_mtime_ns, st.st_mode)
     return out
-
-
-def _text(path: Path) -> str | None:
-    if path.is_symlink() or not path.is_file():
-        return None
-    try:
-        return path.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
 
 
 __all__ = ["SandboxCommandBench"]

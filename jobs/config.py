@@ -50,6 +50,7 @@ from typing import Any, Literal
 import pathspec
 import yaml
 
+from jobs.repair import wsfs
 from jobs.repair.budget import Budget
 from jobs.repair.errors import ConfigError
 from jobs.repair.tiers import TIER_REQUESTS, TierRequest
@@ -79,6 +80,8 @@ __all__ = [
 ]
 
 CONFIG_NAMES: tuple[str, ...] = (".arcs.yml", ".arcs.yaml")
+CONFIG_LIMIT = 1 << 20
+"""The largest ``.arcs.yml`` read from a repository (1 MiB)."""
 
 # --------------------------------------------------------------------------- the runner keys
 
@@ -175,9 +178,9 @@ def load_repo_config(repo: Path) -> RepoConfig:
     """Read ``repo/.arcs.yml`` (or ``.arcs.yaml``) leniently; defaults when there is none."""
     for name in CONFIG_NAMES:
         candidate = Path(repo) / name
-        if candidate.is_file():
+        if wsfs.entry_stat(Path(repo), name) is not None:
             try:
-                text = candidate.read_text(encoding="utf-8")
+                text = wsfs.read_text(Path(repo), name, limit=CONFIG_LIMIT, whole=True)
             except (OSError, UnicodeDecodeError) as exc:
                 raise ConfigError(f"cannot read {candidate}: {exc}") from exc
             return parse_repo_config(text, path=candidate)

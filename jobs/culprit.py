@@ -32,6 +32,7 @@ from typing import Any
 import structlog
 
 from jobs.plan import RepairPlan
+from jobs.repair import wsfs
 from jobs.repair.bisect import BisectResult, Outcome, bisect
 from jobs.repair.budget import Budget, Spend
 from jobs.repair.changes import ChangeSet
@@ -196,12 +197,9 @@ def as_change(repo: Path, files: Files) -> AppliedEdits:
     """``files`` (path -> new text, None: deleted) as a change of the work tree at ``repo``."""
     out: list[FileChange] = []
     for rel, new in sorted(files.items()):
-        path = repo / rel
-        try:
-            old: str | None = path.read_text(encoding="utf-8") if path.is_file() else None
-            mode = _MODE_EXEC if path.is_file() and path.stat().st_mode & 0o111 else _MODE_FILE
-        except (OSError, UnicodeDecodeError):
-            old, mode = None, _MODE_FILE
+        old = wsfs.text_or_none(repo, rel)
+        st = wsfs.entry_stat(repo, rel) if old is not None else None
+        mode = _MODE_EXEC if st is not None and st.st_mode & 0o111 else _MODE_FILE
         if old != new:
             out.append(FileChange(rel, old, new, mode))
     return AppliedEdits(tuple(out))
@@ -263,7 +261,9 @@ class _Search:
             return "skip"
         if files is None:
             return "skip"
-        present = targets_at(targets, lambda rel: files[rel] if rel in files else _read(self.repo / rel))
+        present = targets_at(
+            targets, lambda rel: files[rel] if rel in files else wsfs.text_or_none(self.repo, rel)
+        )
         self.runs += 1
         try:
             outcome = self.workbench.run_tests(
@@ -387,13 +387,6 @@ def targets_at(targets: Sequence[str], read: Callable[[str], str | None]) -> tup
         if text is not None and (not name or name in text):
             out.append(t)
     return tuple(out)
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8") if path.is_file() else None
-    except (OSError, UnicodeDecodeError):
-        return None
 
 
 def judge(outcome: TestOutcome, targets: Sequence[str]) -> Outcome:

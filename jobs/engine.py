@@ -51,6 +51,7 @@ from jobs.engine_ports import (
     worker_toolchains,
 )
 from jobs.plan import LLMRef, PlanDefaults, RepairPlan
+from jobs.repair import wsfs
 from jobs.repair.edits import EditError, apply_edits
 from jobs.repair.errors import ArcsError, ConfigError, UsageError
 from jobs.repair.llm import LLM
@@ -330,7 +331,7 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
     if will_apply:
         # The work tree is about to change: keep the base text of the touched files so that
         # `arcs replay` can rebuild the tree the run started from.
-        trace.repo["applied_base"] = {e.path: _read_or_none(repo / e.path) for e in result.edits}
+        trace.repo["applied_base"] = {e.path: wsfs.text_or_none(repo, e.path) for e in result.edits}
     traces_dir = plan.traces_dir or config.traces_dir or config.index.index_dir.parent / "traces"
     trace_path = plan.trace_out or traces_dir / f"{trace.id}.json"
     try:
@@ -359,13 +360,6 @@ def _git_head(repo: Path) -> str:
         return gitutil.head_commit(repo)
     except Exception:  # not a git work tree, or no commit yet
         return ""
-
-
-def _read_or_none(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
 
 
 # --- the worker's RepairService ------------------------------------------------------------------

@@ -10,6 +10,7 @@ through :class:`jobs.ports.IndexPort`: the worker) and :func:`local_index` a loc
 from __future__ import annotations
 
 import contextlib
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from indexing.config import IndexConfig
+from jobs.repair import wsfs
 from jobs.repair.errors import ArcsError
 from runners.base import Runner
 from runners.limits import SandboxLimits
@@ -142,10 +144,18 @@ def attempt_index(port: IndexPort, repo_id: str, commit: str) -> IndexOpener:
 
 def repo_toolchains(repo: Path) -> tuple[Path, ...]:
     """The repository's own Python environment, when it has an obvious one (``.venv/`` or
-    ``venv/`` with a ``bin/python``): exposed read-only in the sandbox, its ``bin`` first on PATH."""
+    ``venv/`` with a ``bin/python``): exposed read-only in the sandbox, its ``bin`` first on PATH.
+
+    The folder and its ``pyvenv.cfg`` must be real (:func:`jobs.repair.wsfs.entry_stat`, no link
+    followed): a repository that commits ``.venv -> /some/host/venv`` does not get that host
+    folder bound into its sandbox."""
     for name in (".venv", "venv"):
         env = repo / name
-        if (env / "bin" / "python").exists() and (env / "pyvenv.cfg").is_file():
+        folder = wsfs.entry_stat(repo, name)
+        cfg = wsfs.entry_stat(repo, f"{name}/pyvenv.cfg")
+        if folder is None or not stat.S_ISDIR(folder.st_mode) or cfg is None or not stat.S_ISREG(cfg.st_mode):
+            continue
+        if (env / "bin" / "python").exists():
             return (env.absolute(),)
     return ()
 
@@ -176,11 +186,16 @@ def worker_toolchains(prefix: str = sys.prefix, base_prefix: str = sys.base_pref
 
 
 def changed_files(workdir: Path, paths: list[str]) -> dict[str, str | None]:
-    """The text of each path under ``workdir`` after the fix (``None``: deleted)."""
+    """The text of each path under ``workdir`` after the fix (``None``: deleted).
+
+    Read through :mod:`jobs.repair.wsfs`: a link, FIFO or oversized file there raises (one line,
+    an ``OSError``) rather than being published as deleted."""
     out: dict[str, str | None] = {}
     for rel in paths:
-        target = workdir / rel
-        out[rel] = target.read_text(encoding="utf-8") if target.is_file() else None
+        if wsfs.entry_stat(workdir, rel) is None:
+            out[rel] = None
+        else:
+            out[rel] = wsfs.read_text(workdir, rel, limit=wsfs.SOURCE_LIMIT, whole=True)
     return out
 
 

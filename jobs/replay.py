@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.engine import EngineSettings, Progress, RunnerConfig, make_runner
+from jobs.repair import wsfs
 from jobs.repair.budget import Budget
 from jobs.repair.errors import UsageError
 from jobs.repair.loop import LoopConfig, RepairLoop
@@ -187,17 +188,14 @@ class RecordedInterrupt:
 
 def _restore_base(root: Path, files: dict[str, object]) -> None:
     """Write the recorded base text of each touched file into ``root`` (None: the file did not exist)."""
-    top = root.resolve()
     for rel, text in files.items():
-        target = (root / str(rel)).resolve()
-        if not target.is_relative_to(top):
-            raise UsageError(f"replay: recorded path {rel!r} escapes the repository")
-        if text is None:
-            with contextlib.suppress(FileNotFoundError):
-                target.unlink()
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(str(text), encoding="utf-8")
+        try:
+            if text is None:
+                wsfs.unlink(root, str(rel))
+            else:
+                wsfs.write_text(root, str(rel), str(text))
+        except wsfs.Refused as exc:
+            raise UsageError(f"replay: recorded path {rel!r} escapes the repository ({exc})") from None
 
 
 def loop_budget_of(trace: Trace) -> Budget:

@@ -18,14 +18,16 @@ runner, parsed per-test results.
   base tree's diagnosis command (or only the failing tests' files) once more with line tracing
   (:mod:`runners.spectrum`), in a fresh copy, the baseline's hung test deselected.
 
-The user's work tree is only ever read.
+The user's work tree is only ever read. Every write into a copy and every read back goes through
+:mod:`jobs.repair.wsfs` (no link followed); the probes live in each run's private folder
+(:func:`runners.workspace.private_folder`), outside the copy.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import shutil
+import stat
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -33,7 +35,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from jobs.repair.edits import AppliedEdits, apply_edits
+from jobs.repair import wsfs
+from jobs.repair.edits import MAX_FILE_BYTES, AppliedEdits, apply_edits
 from jobs.repair.model import Edit, Failure, Frame
 from jobs.repair.spectrum import Spectrum, SpectrumScope
 from jobs.repair.workbench import TestOutcome
@@ -45,9 +48,11 @@ from runners.hang import HangProbe, limits_of, write_limits
 from runners.results import TestFailure, TestRun
 from runners.spectrum import LineSpectrum, deselecting, read_spectrum, trace_command
 from runners.spectrum import install as install_spectrum
-from runners.workspace import ephemeral_workspace
+from runners.workspace import ephemeral_workspace, private_folder
 
 MAX_FRAMES = 12
+_RESTORE_LIMIT = 4 * MAX_FILE_BYTES
+"""The largest file the scratch copy restores (an edited file is at most MAX_FILE_BYTES before)."""
 TRACE_SLOWDOWN = 5.0
 """How much longer a test may take under line tracing (measured: 1.1-4.2x): hang limits grow by it."""
 
@@ -164,21 +169,21 @@ def to_spectrum(data: LineSpectrum | None, run: TestRun, *, scope: SpectrumScope
 
 
 def write_change(workspace: Path, change: AppliedEdits) -> None:
-    """Write ``change``'s resulting files into ``workspace`` (create, overwrite, delete; modes kept)."""
-    root = workspace.resolve()
+    """Write ``change``'s resulting files into ``workspace`` (create, overwrite, delete; modes kept).
+
+    Through :mod:`jobs.repair.wsfs`: a path with a symlink on the way is refused
+    (:class:`~jobs.repair.wsfs.Refused`, a ``ValueError`` here), a symlink at the path itself is
+    replaced by the file, never written through."""
     for c in change.changes:
-        target = root / c.path
-        if not target.resolve().is_relative_to(root):
-            raise ValueError(f"{c.path} escapes the workspace")
-        if c.after is None:
-            with contextlib.suppress(FileNotFoundError):
-                target.unlink()
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if target.is_symlink():
-            target.unlink()
-        target.write_bytes(c.after.encode("utf-8"))
-        target.chmod(0o755 if c.mode & 0o111 else 0o644)
+        try:
+            if c.after is None:
+                wsfs.unlink(workspace, c.path)
+            else:
+                wsfs.write_bytes(
+                    workspace, c.path, c.after.encode("utf-8"), mode=0o755 if c.mode & 0o111 else 0o644
+                )
+        except wsfs.Refused as exc:
+            raise ValueError(f"{c.path} escapes the workspace: {exc}") from None
 
 
 class SandboxWorkbench:
@@ -313,11 +318,13 @@ class SandboxWorkbench:
         self.runs += 1
         probe = probe and self.hang_probe is not None
         baseline = probe and change is None and not selected and self._limits is None
-        with ephemeral_workspace(self.repo, root=self.workspace_root) as ws:
+        with contextlib.ExitStack() as stack:
+            ws = stack.enter_context(ephemeral_workspace(self.repo, root=self.workspace_root))
+            private = stack.enter_context(private_folder(self.workspace_root)) if probe else None
             if change is not None:
                 write_change(ws, change)
-            if probe and self._limits:
-                write_limits(ws, self._limits)
+            if private is not None and self._limits:
+                write_limits(private, self._limits)
             run = run_in_workspace(
                 self.runner,
                 ws,
@@ -326,6 +333,7 @@ class SandboxWorkbench:
                 memory_mb=self.memory_mb,
                 env=self.env,
                 hang_probe=self.hang_probe if probe else None,
+                private=private,
             )
         if baseline:
             # Measured once: every later run of this repair shares the baseline's per-test limits.
@@ -366,10 +374,13 @@ class SandboxWorkbench:
         probe = self.hang_probe
         if probe is not None:
             probe = replace(probe, probe_s=probe.probe_s * TRACE_SLOWDOWN)
-        with ephemeral_workspace(self.repo, root=self.workspace_root) as ws:
-            install_spectrum(ws)
+        with (
+            ephemeral_workspace(self.repo, root=self.workspace_root) as ws,
+            private_folder(self.workspace_root) as private,
+        ):
+            install_spectrum(private)
             if probe is not None and self._limits:
-                write_limits(ws, {k: v * TRACE_SLOWDOWN for k, v in self._limits.items()})
+                write_limits(private, {k: v * TRACE_SLOWDOWN for k, v in self._limits.items()})
             run = run_in_workspace(
                 self.runner,
                 ws,
@@ -378,8 +389,9 @@ class SandboxWorkbench:
                 memory_mb=self.memory_mb,
                 env=self.env,
                 hang_probe=probe,
+                private=private,
             )
-            data = read_spectrum(ws)
+            data = read_spectrum(private)
         return to_spectrum(data, run, scope=scope)
 
     # -- scratch ---------------------------------------------------------------------------------
@@ -392,34 +404,24 @@ class SandboxWorkbench:
         return self._scratch
 
     def _restore(self, scratch: Path, paths: Sequence[str]) -> None:
-        """Make ``paths`` in the scratch copy equal to the original tree again."""
+        """Make ``paths`` in the scratch copy equal to the original tree again.
+
+        Both sides through :mod:`jobs.repair.wsfs`: a path with a link on the way is skipped; a
+        regular file of the original is copied back (whatever the copy holds there now is
+        replaced), an entry the original does not have is removed."""
         for rel in paths:
             rel = rel.lstrip("/")
-            original = self.repo / rel
-            target = scratch / rel
             try:
-                if not target.resolve().is_relative_to(scratch.resolve()):
-                    continue
+                original = wsfs.entry_stat(self.repo, rel)
+                if original is not None and stat.S_ISREG(original.st_mode):
+                    data = wsfs.read_bytes(self.repo, rel, limit=_RESTORE_LIMIT, whole=True)
+                    if (now := wsfs.entry_stat(scratch, rel)) is not None and stat.S_ISDIR(now.st_mode):
+                        wsfs.remove(scratch, rel)
+                    wsfs.write_bytes(scratch, rel, data, mode=stat.S_IMODE(original.st_mode))
+                elif original is None and wsfs.entry_stat(scratch, rel) is not None:
+                    wsfs.remove(scratch, rel)
             except OSError:
                 continue
-            if original.is_file() and not original.is_symlink():
-                target.parent.mkdir(parents=True, exist_ok=True)
-                if target.is_symlink() or (target.exists() and not target.is_file()):
-                    _remove(target)
-                shutil.copy2(original, target)
-            elif (
-                not original.exists()
-                and not original.is_symlink()
-                and (target.exists() or target.is_symlink())
-            ):
-                _remove(target)
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink()
 
 
 __all__ = [

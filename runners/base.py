@@ -12,6 +12,11 @@ KilledBy = Literal["timeout", "memory", "output", "signal", "disk", "processes"]
 cgroup, or an allocation failure at the per-process limit), captured output, a signal, the disk
 quota (workspace and temp space), or the process limit (a fork refused)."""
 
+PRIVATE_ENV = "ARCS_PRIVATE"
+"""The variable that tells a command where it sees the run's private folder (``Runner.run(private=)``)."""
+PRIVATE_MOUNT = "/run/arcs"
+"""Where sandboxes and containers mount the private folder (read-write)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Execution:
@@ -61,10 +66,13 @@ class Runner(Protocol):
         network: bool = False,
         env: Mapping[str, str] | None = None,
         collect: tuple[str, ...] = (),
+        private: Path | None = None,
     ) -> Execution:
         """Run ``command`` (a shell string) with ``workspace`` as its read-write working directory.
 
         ``env`` is the complete extra environment (nothing is inherited from the host); ``collect``
         names workspace-relative files to read back into :attr:`Execution.artifacts` after exit.
+        ``private`` (:func:`runners.workspace.private_folder`, outside the workspace) is made
+        writable to the command at the path in ``$ARCS_PRIVATE`` (:data:`PRIVATE_ENV`).
         """
         ...

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 import yaml
 
+from jobs.repair import wsfs
 from jobs.repair.errors import UsageError
 from runners.config import RepoConfig
 from runners.logs import FailedStep
@@ -36,6 +37,9 @@ from runners.results import Framework, framework_of_command
 
 Source = Literal["flag", "config", "workflow", "convention"]
 Report = Literal["junit", "go-json", "text"]
+
+_CONFIG_LIMIT = 1 << 20
+"""How much of a repository's config file (``package.json``, a workflow) the host reads."""
 
 JUNIT_DIR = ".arcs"
 JUNIT_PATH = f"{JUNIT_DIR}/junit.xml"
@@ -561,8 +565,8 @@ def _resolved(
 
 def _package_json(root: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads((root / "package.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(wsfs.read_text(root, "package.json", limit=_CONFIG_LIMIT, whole=True))
+    except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
@@ -638,13 +642,11 @@ def _looks_like_pytest(repo: Path) -> bool:
         ("setup.cfg", "[tool:pytest]"),
         ("tox.ini", "[pytest]"),
     ):
-        path = repo / name
-        if path.is_file():
-            try:
-                if marker in path.read_text(encoding="utf-8", errors="replace"):
-                    return True
-            except OSError:
-                pass
+        try:
+            if marker in wsfs.read_text(repo, name, limit=_CONFIG_LIMIT, errors="replace"):
+                return True
+        except OSError:
+            pass
     # Test files anywhere in the first few levels (not in vendored or virtualenv folders).
     stack: list[tuple[Path, int]] = [(repo, 0)]
     while stack:
@@ -712,13 +714,17 @@ def _from_workflow(repo: Path, failed: FailedStep | str) -> tuple[str, str] | No
 
 
 def _workflow_run_steps(repo: Path) -> Iterable[tuple[dict[str, Any], str]]:
-    folder = repo / ".github" / "workflows"
-    if not folder.is_dir():
+    try:
+        names = wsfs.listdir(repo, ".github/workflows")
+    except OSError:
         return
-    for path in sorted([*folder.glob("*.yml"), *folder.glob("*.yaml")]):
+    for name in names:
+        if not name.endswith((".yml", ".yaml")):
+            continue
         try:
-            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError, UnicodeDecodeError):
+            text = wsfs.read_text(repo, f".github/workflows/{name}", limit=_CONFIG_LIMIT, whole=True)
+            doc = yaml.safe_load(text)
+        except (OSError, yaml.YAMLError, UnicodeDecodeError, RecursionError):
             continue
         if not isinstance(doc, dict):
             continue

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.repair.errors import UsageError
-from runners.base import Execution
+from runners.base import PRIVATE_ENV, PRIVATE_MOUNT, Execution
 from runners.egress import MAVEN_SETTINGS_NAME, RELAY_DIR, EgressPolicy
 from runners.egress_session import network_plan
 from runners.limits import DEFAULT_OUTPUT_CAP, DEFAULT_OUTPUT_KILL, Limits, supervise
@@ -93,12 +93,14 @@ def docker_run_argv(
     network: bool,
     env: Mapping[str, str],
     egress: Path | None = None,
+    private: Path | None = None,
 ) -> list[str]:
     """The ``docker run`` command line for one command (pure; unit-tested).
 
     ``network`` attaches the default bridge (the unsafe ``host`` setup mode only); otherwise
     ``--network none``. ``egress`` is an egress session's folder, mounted read-only at
-    ``/run/arcs-egress`` (the ``registries`` setup mode).
+    ``/run/arcs-egress`` (the ``registries`` setup mode). ``private`` (the run's private folder)
+    is mounted read-write at ``/run/arcs``.
     """
     argv = [docker, "run", "--rm", "--name", name, "--init"]
     argv += ["--network", "bridge" if network else "none"]
@@ -117,6 +119,8 @@ def docker_run_argv(
     if options.runtime:
         argv += ["--runtime", options.runtime]
     argv += ["--volume", f"{workspace.resolve()}:{SANDBOX_WORKDIR}:rw", "--workdir", SANDBOX_WORKDIR]
+    if private is not None:
+        argv += ["--volume", f"{private.resolve()}:{PRIVATE_MOUNT}:rw"]
     for key, value in env.items():
         argv += ["--env", f"{key}={value}"]
     argv += [options.image, "sh", "-c", command]
@@ -218,6 +222,7 @@ class DockerRunner:
         network: bool = False,
         env: Mapping[str, str] | None = None,
         collect: tuple[str, ...] = (),
+        private: Path | None = None,
     ) -> Execution:
         """Run ``command`` in a fresh container with ``workspace`` at ``/workspace``."""
         workspace = Path(workspace)
@@ -246,6 +251,8 @@ class DockerRunner:
             )
             proc.kill()
 
+        if private is not None:
+            env = {**(env or {}), PRIVATE_ENV: PRIVATE_MOUNT}
         plan_python = _CONTAINER_PYTHON if network else None
         with network_plan(self.setup_network, network, command, env, python=plan_python) as plan:
             argv = docker_run_argv(
@@ -259,6 +266,7 @@ class DockerRunner:
                 network=plan.share_net,
                 env=sandbox_env(_CONTAINER_PATH, plan.env),
                 egress=plan.egress,
+                private=private,
             )
             try:
                 if chown:

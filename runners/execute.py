@@ -10,6 +10,7 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 
+from jobs.repair import wsfs
 from runners.base import Runner
 from runners.commands import ResolvedCommand
 from runners.environment import diagnose
@@ -50,6 +51,8 @@ SKIP_DIRS = frozenset(
 )
 """Folders never listed or diffed: VCS, dependencies, caches (tools write them during a run)."""
 MAX_LISTED_FILES = 200_000
+GO_MOD_HEAD = 64 << 10
+"""How much of a ``go.mod`` the host reads: its ``module`` line comes first."""
 
 
 def default_workspace(root: Path | None = None) -> WorkspaceFactory:
@@ -79,13 +82,17 @@ def list_repo_files(root: Path, *, limit: int = MAX_LISTED_FILES) -> list[str]:
 
 
 def go_packages(root: Path, files: Collection[str]) -> dict[str, str]:
-    """Go import path -> repository folder, for every folder with ``.go`` files under a ``go.mod``."""
+    """Go import path -> repository folder, for every folder with ``.go`` files under a ``go.mod``.
+
+    Each ``go.mod`` is read through :mod:`jobs.repair.wsfs` (the tests ran in ``root``: it may be a
+    symlink, a FIFO or huge by now), its first :data:`GO_MOD_HEAD` bytes only."""
     modules: dict[str, str] = {}
     for f in files:
         if f == "go.mod" or f.endswith("/go.mod"):
             folder = f[: -len("go.mod")].rstrip("/")
             with contextlib.suppress(OSError):
-                m = re.search(r"^module\s+(\S+)", (root / f).read_text(encoding="utf-8"), re.M)
+                head = wsfs.read_text(root, f, limit=GO_MOD_HEAD, errors="replace")
+                m = re.search(r"^module\s+(\S+)", head, re.M)
                 if m:
                     modules[folder] = m.group(1).strip('"')
     packages: dict[str, str] = {}
@@ -116,6 +123,7 @@ def run_in_workspace(
     env: Mapping[str, str] | None = None,
     setup_network: bool = True,
     hang_probe: HangProbe | None = None,
+    private: Path | None = None,
 ) -> TestRun:
     """Run ``resolved`` (after its ``setup``) in an existing private ``workspace`` and parse the results.
 
@@ -124,7 +132,41 @@ def run_in_workspace(
     stops the run early when one test hangs, its probe never longer than a third of ``timeout_s``:
     the result is ``killed_by="timeout"`` with that test failed as ``timeout`` (frames of where it
     hung) and, for pytest, the tests observed before it.
+
+    ``private`` is the run's private folder (:func:`runners.workspace.private_folder`), where the
+    probe (and a caller's tracer) live, outside the repository's tree; a probed run without one
+    gets its own for the run.
     """
+    with contextlib.ExitStack() as stack:
+        if private is None and hang_probe is not None and probe_command(resolved, hang_probe) is not None:
+            from runners.workspace import private_folder
+
+            private = stack.enter_context(private_folder())
+        return _run_in_workspace(
+            runner,
+            workspace,
+            resolved,
+            timeout_s=timeout_s,
+            memory_mb=memory_mb,
+            env=env,
+            setup_network=setup_network,
+            hang_probe=hang_probe,
+            private=private,
+        )
+
+
+def _run_in_workspace(
+    runner: Runner,
+    workspace: Path,
+    resolved: ResolvedCommand,
+    *,
+    timeout_s: float,
+    memory_mb: int,
+    env: Mapping[str, str] | None,
+    setup_network: bool,
+    hang_probe: HangProbe | None,
+    private: Path | None,
+) -> TestRun:
     full_env = {**resolved.env, **(env or {})}
     if resolved.setup:
         setup = runner.run(
@@ -161,9 +203,11 @@ def run_in_workspace(
         hang_probe = replace(hang_probe, probe_s=min(hang_probe.probe_s, timeout_s / 3))
     probed = probe_command(resolved, hang_probe) if hang_probe is not None else None
     shell = resolved.shell
-    if probed is not None and hang_probe is not None:
-        install(workspace, resolved.framework)
+    if probed is not None and hang_probe is not None and private is not None:
+        install(private, resolved.framework)
         shell = shell_prefix(hang_probe, resolved.framework) + probed.shell
+    else:
+        probed = None
     execution = runner.run(
         workspace,
         shell,
@@ -171,11 +215,12 @@ def run_in_workspace(
         memory_mb=memory_mb,
         env=full_env,
         collect=resolved.collect,
+        private=private,
     )
     probing = probed is not None and execution.killed_by is None
     hang = (
-        read_hang(workspace, exit_code=execution.exit_code, output=execution.stderr)
-        if probing and resolved.framework == "pytest"
+        read_hang(private, exit_code=execution.exit_code, output=execution.stderr)
+        if probing and private is not None and resolved.framework == "pytest"
         else None
     )
     if hang is not None:

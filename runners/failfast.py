@@ -20,6 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from jobs.repair import wsfs
+
+_CONFIG_LIMIT = 1 << 20
+"""How much of a config file (``setup.cfg``, ``package.json``, ``.mocharc``) the host reads."""
+
 ValueKind = Literal["none", "required", "optional"]
 """Whether the flag takes a value: never, always (``--maxfail N``/``--maxfail=N``), or only as
 ``--flag=N`` or a following number (``--bail 2``)."""
@@ -172,12 +177,8 @@ def _pytest_config_fail_fast(root: Path | None) -> str:
     if root is None:
         return ""
     for name, section in _PYTEST_CONFIGS:
-        path = root / name
-        if not path.is_file():
-            continue
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+        text = _read(root, name)
+        if not text:
             continue
         if section and section not in text:
             continue
@@ -195,10 +196,10 @@ def _script_fail_fast(root: Path | None) -> bool:
     from runners.results import framework_of_command
 
     try:
-        data = json.loads((root / "package.json").read_text(encoding="utf-8"))
+        data = json.loads(wsfs.read_text(root, "package.json", limit=_CONFIG_LIMIT, whole=True))
         script = str(data["scripts"]["test"])
         tokens = shlex.split(script)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return False
     runner = _runner_of(tokens, framework_of_command(script))
     return runner is not None and bool(strip_tokens(tokens, runner)[1])
@@ -248,7 +249,7 @@ def without_fail_fast(command: str, framework: str | None, *, root: Path | None 
     if (
         runner == "mocha"
         and root is not None
-        and any("bail" in _read(p) for p in root.glob(".mocharc*") if p.is_file())
+        and any("bail" in _read(root, n) for n in _names(root) if n.startswith(".mocharc"))
     ):
         complete = False
         note = ".mocharc sets bail: tests after the first failure are unknown"
@@ -260,11 +261,20 @@ def without_fail_fast(command: str, framework: str | None, *, root: Path | None 
     return Diagnosis(rewritten, tuple(removed), tuple(added), complete, note)
 
 
-def _read(path: Path) -> str:
+def _read(root: Path, name: str) -> str:
+    """The head of the config file ``name`` of ``root`` ('' when missing or not a regular file):
+    through :mod:`jobs.repair.wsfs`, so a planted link, FIFO or huge file costs nothing."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        return wsfs.read_text(root, name, limit=_CONFIG_LIMIT, errors="replace")
     except OSError:
         return ""
+
+
+def _names(root: Path) -> list[str]:
+    try:
+        return wsfs.listdir(root)
+    except OSError:
+        return []
 
 
 __all__ = [

@@ -31,6 +31,8 @@ class FakeCall:
     network: bool
     env: Mapping[str, str]
     collect: tuple[str, ...]
+    private: Path | None = None
+    """The run's private folder (the hang probe, the tracer), when it has one."""
 
 
 @dataclass
@@ -105,10 +107,18 @@ class FakeRunner:
         network: bool = False,
         env: Mapping[str, str] | None = None,
         collect: tuple[str, ...] = (),
+        private: Path | None = None,
     ) -> Execution:
         """Record the call and return the scripted answer for ``command``."""
         call = FakeCall(
-            Path(workspace), command, timeout_s, memory_mb, network, dict(env or {}), tuple(collect)
+            Path(workspace),
+            command,
+            timeout_s,
+            memory_mb,
+            network,
+            dict(env or {}),
+            tuple(collect),
+            Path(private) if private is not None else None,
         )
         self.calls.append(call)
         response: Response | None = None

@@ -1,8 +1,9 @@
 """The hang probe: stop a pytest run early, with frames, when one test hangs.
 
 A run whose test loops forever otherwise costs the whole configured timeout (600 s by default)
-before anything is known. The probe is a tiny pytest plugin that ARCS writes into its private copy
-of the repository (``.arcs/hang/``, never into the user's tree) and loads with ``-p``:
+before anything is known. The probe is a tiny pytest plugin that ARCS writes into the run's private
+folder (:func:`runners.workspace.private_folder`: outside the repository's tree, seen by the command
+at ``$ARCS_PRIVATE``; ``hang/`` there) and loads with ``-p``:
 
 * when a test's *call* phase starts, it arms ``faulthandler.dump_traceback_later(limit, exit=True)``
   with ``limit = max(probe_s, ratio x the time the run spent before this test)`` and disarms it
@@ -27,17 +28,25 @@ of the repository (``.arcs/hang/``, never into the user's tree) and loads with `
 :func:`probe_command` wraps a resolved command (only a plain ``pytest`` command is probed; any
 other runner keeps the configured timeout), :func:`install` writes the plugin, and
 :func:`read_hang` turns the event log and the dump into a :class:`HangReport`.
+
+The host never touches the repository's ``.arcs/hang`` (a repository can commit it as a symlink to
+a host folder): everything lives in the private folder, written through :mod:`jobs.repair.wsfs`,
+and the event log, which the tests can replace, is read back through it too: no link followed, a
+FIFO never waited for, at most the last :data:`EVENTS_CAP` bytes.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from jobs.repair import wsfs
+from runners.base import PRIVATE_ENV
 from runners.commands import ResolvedCommand
 from runners.results import TestRun
 
@@ -47,16 +56,18 @@ before it) is stopped as a hang."""
 
 DEFAULT_HANG_RATIO = 3.0
 
-PROBE_DIR = ".arcs/hang"
-"""Workspace-relative folder of the plugin and its event log (``.arcs`` is never listed as code)."""
+PROBE_DIR = "hang"
+"""The plugin's folder, relative to the run's private folder (``$ARCS_PRIVATE`` in the sandbox)."""
 
 PLUGIN = "arcs_hang_probe"
 EVENTS = "events.jsonl"
 LIMITS = "limits.json"
 """Per-test limits (``{test id: seconds}``) a run's probe applies instead of the ratio rule."""
+EVENTS_CAP = 4 << 20
+"""The host reads at most the last 4 MiB of the event log (the hang is at its end)."""
 
 _PLUGIN_SOURCE = '''\
-"""ARCS hang probe (written by ARCS into its private copy of the repository; see runners/hang.py)."""
+"""ARCS hang probe (written by ARCS into the run's private folder; see runners/hang.py)."""
 import faulthandler
 import json
 import os
@@ -220,8 +231,8 @@ def plain_pytest(command: str) -> bool:
 
 
 def shell_prefix(probe: HangProbe, framework: str | None = "pytest") -> str:
-    """Shell lines that load the probe of ``framework`` and configure it; run in the workspace root."""
-    folder = f'"$PWD/{PROBE_DIR}"'
+    """Shell lines that load the probe of ``framework`` from the private folder and configure it."""
+    folder = f'"${PRIVATE_ENV}/{PROBE_DIR}"'
     common = (
         f"ARCS_HANG_PROBE_S={shlex.quote(repr(float(probe.probe_s)))} "
         f"ARCS_HANG_RATIO={shlex.quote(repr(float(probe.ratio)))}; "
@@ -230,7 +241,7 @@ def shell_prefix(probe: HangProbe, framework: str | None = "pytest") -> str:
         from runners.hang_node import PRELOAD
 
         # NODE_OPTIONS takes a quoted path; the user's own options are kept after it.
-        preload = f'\\"$PWD/{PROBE_DIR}/{PRELOAD}\\"'
+        preload = f'\\"${PRIVATE_ENV}/{PROBE_DIR}/{PRELOAD}\\"'
         return f'export NODE_OPTIONS="--require={preload}${{NODE_OPTIONS:+ $NODE_OPTIONS}}" ' + common
     return (
         f'export PYTHONPATH={folder}"${{PYTHONPATH:+:$PYTHONPATH}}" ARCS_HANG_LOG={folder}/{EVENTS} '
@@ -238,20 +249,24 @@ def shell_prefix(probe: HangProbe, framework: str | None = "pytest") -> str:
     )
 
 
-def install(workspace: Path, framework: str | None = "pytest") -> None:
-    """Write the probe of ``framework`` into ``workspace`` (a private copy); clear an old event log."""
-    folder = Path(workspace) / PROBE_DIR
-    folder.mkdir(parents=True, exist_ok=True)
+def install(private: Path, framework: str | None = "pytest") -> None:
+    """Write the probe of ``framework`` into the run's ``private`` folder; clear an old event log."""
+    _probe_folder(private)
     if framework == "node":
         from runners.hang_node import PRELOAD, PRELOAD_SOURCE, WORKER, WORKER_SOURCE
 
-        (folder / PRELOAD).write_text(PRELOAD_SOURCE, encoding="utf-8")
-        (folder / WORKER).write_text(WORKER_SOURCE, encoding="utf-8")
+        wsfs.write_text(private, f"{PROBE_DIR}/{PRELOAD}", PRELOAD_SOURCE, mode=0o644)
+        wsfs.write_text(private, f"{PROBE_DIR}/{WORKER}", WORKER_SOURCE, mode=0o644)
     else:
-        (folder / f"{PLUGIN}.py").write_text(_PLUGIN_SOURCE, encoding="utf-8")
-    (folder / EVENTS).unlink(missing_ok=True)
-    # The sandbox user may differ from the owner of the copy: the log must be creatable.
-    folder.chmod(0o777)
+        wsfs.write_text(private, f"{PROBE_DIR}/{PLUGIN}.py", _PLUGIN_SOURCE, mode=0o644)
+    wsfs.remove(private, f"{PROBE_DIR}/{EVENTS}")
+
+
+def _probe_folder(private: Path) -> None:
+    """``hang/`` in the private folder, writable by the sandbox user (another uid in setpriv mode):
+    the folder is ARCS's own, so its mode is set through its descriptor, never through a link."""
+    with wsfs.directory(private, PROBE_DIR, create=True) as fd:
+        os.fchmod(fd, 0o777)
 
 
 DEFAULT_LIMIT_FLOOR_S = 3.0
@@ -286,22 +301,21 @@ def limits_of(
     return {k: round(v, 3) for k, v in sorted(limits.items())}
 
 
-def write_limits(workspace: Path, limits: Mapping[str, float]) -> None:
-    """Write ``limits`` (:func:`limits_of`) where the probe of a run in ``workspace`` reads them."""
-    folder = Path(workspace) / PROBE_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / LIMITS).write_text(json.dumps(dict(limits)), encoding="utf-8")
+def write_limits(private: Path, limits: Mapping[str, float]) -> None:
+    """Write ``limits`` (:func:`limits_of`) where the probe of the run with ``private`` reads them."""
+    _probe_folder(private)
+    wsfs.write_text(private, f"{PROBE_DIR}/{LIMITS}", json.dumps(dict(limits)), mode=0o644)
 
 
 def read_events(text: str) -> list[dict[str, object]]:
-    """The event log's records (malformed lines skipped)."""
+    """The event log's records of a test's start or end (malformed and other lines skipped)."""
     out: list[dict[str, object]] = []
     for line in text.splitlines():
         try:
             data = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
-        if isinstance(data, dict):
+        if isinstance(data, dict) and ("start" in data or "done" in data):
             out.append(data)
     return out
 
@@ -347,13 +361,21 @@ def hang_of(events: list[dict[str, object]], *, exit_code: int, output: str) -> 
     )
 
 
-def read_hang(workspace: Path, *, exit_code: int, output: str) -> HangReport | None:
-    """:func:`hang_of` over the event log in ``workspace`` (None when there is none)."""
+def read_hang(private: Path, *, exit_code: int, output: str) -> HangReport | None:
+    """:func:`hang_of` over the event log in the run's ``private`` folder (None when there is none,
+    or when the tests replaced it with anything but a regular file).
+
+    Only the last :data:`EVENTS_CAP` bytes are read (the first, partial line of that tail is
+    dropped): a test that floods the log costs the host at most that much."""
+    if exit_code not in _DUMP_EXITS or not _DUMP.search(output):
+        return None  # no hang: the log is not even opened
     try:
-        text = (Path(workspace) / PROBE_DIR / EVENTS).read_text(encoding="utf-8", errors="replace")
+        data = wsfs.read_bytes(private, f"{PROBE_DIR}/{EVENTS}", limit=EVENTS_CAP, tail=True)
     except OSError:
         return None
-    return hang_of(read_events(text), exit_code=exit_code, output=output)
+    if len(data) >= EVENTS_CAP:
+        data = data.partition(b"\n")[2]
+    return hang_of(read_events(data.decode("utf-8", "replace")), exit_code=exit_code, output=output)
 
 
 def _num(value: object) -> float:

@@ -1,8 +1,8 @@
 """The hang probe for ``node --test`` (see :mod:`runners.hang` for pytest and the rules).
 
-``NODE_OPTIONS=--require .arcs/hang/arcs_hang_probe.js`` loads a preload into every test file's
-process (the runner marks them with ``NODE_TEST_CONTEXT``; the runner process itself and other node
-processes are left alone). It registers root ``beforeEach``/``afterEach`` hooks that arm and disarm
+``NODE_OPTIONS=--require $ARCS_PRIVATE/hang/arcs_hang_probe.js`` (the run's private folder, outside
+the repository's tree) loads a preload into every test file's process (the runner marks them with
+``NODE_TEST_CONTEXT``; the runner process itself and other node processes are left alone). It registers root ``beforeEach``/``afterEach`` hooks that arm and disarm
 a timer in a worker thread with ``limit = max(probe_s, ratio x the time the file ran before this
 test)``. When a test outlives it, the worker sends the process SIGUSR1 (node then starts its
 inspector, even while the main thread spins), pauses the main thread through the inspector's

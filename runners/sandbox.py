@@ -54,8 +54,9 @@ from typing import Literal, TextIO
 
 import structlog
 
+from jobs.repair import wsfs
 from jobs.repair.errors import ArcsError, UsageError
-from runners.base import Execution
+from runners.base import PRIVATE_ENV, PRIVATE_MOUNT, Execution
 from runners.cgroups import CgroupError
 from runners.egress import MAVEN_SETTINGS_NAME, RELAY_DIR, EgressPolicy
 from runners.egress_session import network_plan
@@ -141,33 +142,23 @@ def sandbox_env(path: str, extra: Mapping[str, str] | None, *, home: str = SANDB
 
 
 def chown_tree(root: Path, uid: int, gid: int) -> None:
-    """``chown -hR uid:gid root`` without following symlinks."""
-    os.chown(root, uid, gid, follow_symlinks=False)
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in (*dirnames, *filenames):
-            with contextlib.suppress(FileNotFoundError):
-                os.chown(Path(dirpath, name), uid, gid, follow_symlinks=False)
+    """``chown -hR uid:gid root`` without following symlinks (:func:`jobs.repair.wsfs.chown_tree`)."""
+    wsfs.chown_tree(root, uid, gid)
 
 
 def collect_artifacts(
     workspace: Path, names: Sequence[str], *, max_bytes: int = MAX_ARTIFACT_BYTES
 ) -> dict[str, str]:
-    """Read ``names`` (workspace-relative) back, refusing anything that resolves outside the workspace.
+    """Read ``names`` (workspace-relative) back: regular files only, at most ``max_bytes`` each.
 
-    The sandbox can leave ``report.xml -> /root/.git-credentials`` behind; the host reads as a more
-    privileged user, so every path is resolved and checked before it is opened.
+    The sandbox can leave ``report.xml -> /root/.git-credentials`` or a FIFO behind; the host reads
+    as a more privileged user, so no link is followed on the way and nothing but a regular file is
+    opened (:mod:`jobs.repair.wsfs`); anything else is left out.
     """
-    root = workspace.resolve()
     found: dict[str, str] = {}
     for name in names:
-        try:
-            real = (root / name).resolve(strict=True)
-        except (OSError, RuntimeError):
-            continue
-        if not real.is_relative_to(root) or not real.is_file():
-            continue
-        with contextlib.suppress(OSError), real.open("rb") as handle:
-            found[name] = handle.read(max_bytes).decode("utf-8", errors="replace")
+        with contextlib.suppress(OSError):
+            found[name] = wsfs.read_text(workspace, name, limit=max_bytes, errors="replace")
     return found
 
 
@@ -435,12 +426,14 @@ class LocalSandbox:
         etc_dir: Path,
         status_fd: int | None = None,
         egress: Path | None = None,
+        private: Path | None = None,
     ) -> list[str]:
         """The full ``bwrap ... -- [setpriv ... --] sh -c ...`` command line (no side effects).
 
         ``network`` shares the host's network (the ``host`` setup mode only); otherwise the sandbox
         has its own network namespace. ``egress`` is the host folder of an
-        :class:`runners.egress_session.EgressSession`, bound read-only at ``/run/arcs-egress``.
+        :class:`runners.egress_session.EgressSession`, bound read-only at ``/run/arcs-egress``;
+        ``private`` (the run's private folder) is bound read-write at ``/run/arcs``.
         """
         argv = [self.bwrap]
         if mode == "setpriv":
@@ -499,6 +492,9 @@ class LocalSandbox:
             m2 = f"{SANDBOX_HOME}/.m2"
             argv += ["--perms", "1777", "--dir", m2]
             argv += ["--ro-bind", str(egress / MAVEN_SETTINGS_NAME), f"{m2}/settings.xml"]
+        if private is not None:
+            parents(PRIVATE_MOUNT)
+            argv += ["--bind", str(private), PRIVATE_MOUNT]
         for path in self.toolchain_paths:
             parents(str(path))
             argv += ["--ro-bind", str(path), str(path)]
@@ -532,6 +528,7 @@ class LocalSandbox:
         network: bool = False,
         env: Mapping[str, str] | None = None,
         collect: tuple[str, ...] = (),
+        private: Path | None = None,
     ) -> Execution:
         """Run ``command`` in the sandbox with ``workspace`` at ``/workspace`` (see :class:`Runner`)."""
         workspace = Path(workspace).resolve()
@@ -546,6 +543,8 @@ class LocalSandbox:
             output_cap_bytes=self.output_cap_bytes,
             output_kill_bytes=self.output_kill_bytes,
         )
+        if private is not None:
+            env = {**(env or {}), PRIVATE_ENV: PRIVATE_MOUNT}
         try:
             python = self.relay_python() if network else None
             with network_plan(self.setup_network, network, command, env, python=python) as plan:
@@ -557,6 +556,7 @@ class LocalSandbox:
                     network=plan.share_net,
                     env=plan.env,
                     egress=plan.egress,
+                    private=private,
                 )
         except OSError as exc:
             raise SandboxUnavailable(f"could not start bubblewrap: {exc}") from exc
@@ -589,6 +589,7 @@ class LocalSandbox:
         env: Mapping[str, str] | None,
         egress: Path | None = None,
         guarded: bool = True,
+        private: Path | None = None,
     ) -> tuple[Supervised, bool]:
         """Run once; also report whether bwrap got as far as starting the command.
 
@@ -624,6 +625,7 @@ class LocalSandbox:
                 etc_dir=self.etc_dir(),
                 status_fd=status_w,
                 egress=egress,
+                private=private,
             )
             if guard is not None:
                 argv = guard.wrap(argv)
@@ -733,6 +735,7 @@ class UnsafeLocalRunner:
         network: bool = False,
         env: Mapping[str, str] | None = None,
         collect: tuple[str, ...] = (),
+        private: Path | None = None,
     ) -> Execution:
         """Run ``command`` in ``workspace`` directly (``network`` cannot be enforced and is ignored)."""
         workspace = Path(workspace)
@@ -751,6 +754,8 @@ class UnsafeLocalRunner:
         with tempfile.TemporaryDirectory(prefix="arcs-unsafe-home-") as home:
             full_env = sandbox_env(self.path, env, home=home)
             full_env["TMPDIR"] = home
+            if private is not None:
+                full_env[PRIVATE_ENV] = str(Path(private).resolve())
             done = supervise(
                 limited_shell_argv(command, limits),
                 env=full_env,

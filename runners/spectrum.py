@@ -1,8 +1,9 @@
 """The spectrum probe: which lines the failing and the passing pytest tests executed (issue #15).
 
-Like the hang probe (:mod:`runners.hang`), a tiny pytest plugin that ARCS writes into its private
-copy of the repository (``.arcs/spectrum/``, never into the user's tree), found through
-``PYTHONPATH`` and loaded with ``-p``; it runs inside the sandbox like the tests:
+Like the hang probe (:mod:`runners.hang`), a tiny pytest plugin that ARCS writes into the run's
+private folder (:func:`runners.workspace.private_folder`: outside the repository's tree, seen at
+``$ARCS_PRIVATE``; ``spectrum/`` there), found through ``PYTHONPATH`` and loaded with ``-p``; it
+runs inside the sandbox like the tests (the workspace root it traces is ``$ARCS_SPECTRUM_ROOT``):
 
 * around each test (setup, call and teardown: a ``pytest_runtest_protocol`` wrapper) it installs a
   ``sys.settrace`` / ``threading.settrace`` tracer. The global tracer resolves each code file once
@@ -15,12 +16,13 @@ copy of the repository (``.arcs/spectrum/``, never into the user's tree), found 
   restored right after it, not chained: this run is ARCS's private diagnosis whose coverage report
   is thrown away, and chaining would double the cost. A test that installs its own trace function
   only loses the rest of its own lines (counted as ``disturbed``); the next test is traced again;
-* it writes the lines with ``ef > 0`` to ``.arcs/spectrum/spectrum.json`` (compact JSON, atomically:
+* it writes the lines with ``ef > 0`` to ``spectrum/spectrum.json`` (compact JSON, atomically:
   temporary file and ``os.replace``) at the session's end *and* at the first test boundary after
   every 2 s, so a run cut short still leaves the tests that finished (``complete`` is only true at a
   normal session end). It stays under :data:`MAX_BYTES`: the least suspicious lines (lowest Ochiai,
   then the most passing tests) are dropped first and counted. Under ``pytest-xdist`` every worker
-  writes its own file; :func:`read_spectrum` adds them up.
+  writes its own file; :func:`read_spectrum` adds them up, each read through
+  :mod:`jobs.repair.wsfs` (no link followed, regular files only, at most :data:`READ_CAP` bytes).
 
 Python 3.11 ``sys.settrace`` only (``sys.monitoring`` would be cheaper on 3.12+). Wall time through
 ``SandboxWorkbench.spectrum`` as a ratio to the untraced diagnosis run in the same process, two
@@ -30,16 +32,22 @@ docutils 0.21.2 (400 tests) whole suite 2.2x/2.4x, failing files only 0.3x.
 
 from __future__ import annotations
 
+import fnmatch
 import json
+import os
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
+from jobs.repair import wsfs
+from runners.base import PRIVATE_ENV
 from runners.commands import ResolvedCommand
 from runners.hang import plain_pytest
 
-TRACE_DIR = ".arcs/spectrum"
-"""Workspace-relative folder of the plugin and its output."""
+TRACE_DIR = "spectrum"
+"""The plugin's folder (and its output's), relative to the run's private folder."""
+ROOT_ENV = "ARCS_SPECTRUM_ROOT"
+"""Tells the plugin the workspace root whose code it traces."""
 PLUGIN = "arcs_spectrum"
 OUTPUT = "spectrum.json"
 MAX_BYTES = 1_000_000
@@ -48,7 +56,7 @@ READ_CAP = 1 << 20
 """``runners.sandbox.MAX_ARTIFACT_BYTES``: the most ARCS reads back from a workspace file."""
 
 _PLUGIN_SOURCE = '''\
-"""ARCS spectrum probe (written by ARCS into its private copy of the repository; see runners/spectrum.py)."""
+"""ARCS spectrum probe (written by ARCS into the run's private folder; see runners/spectrum.py)."""
 import json
 import os
 import re
@@ -59,7 +67,7 @@ import time
 import pytest
 
 _HERE = os.path.dirname(os.path.realpath(__file__))
-_ROOT = os.path.dirname(os.path.dirname(_HERE)) + os.sep
+_ROOT = os.path.join(os.path.realpath(os.environ.get("__ROOT_ENV__") or os.getcwd()), "")
 _WORKER = re.sub(r"[^A-Za-z0-9]", "", os.environ.get("PYTEST_XDIST_WORKER") or "")
 _OUT = os.path.join(_HERE, "spectrum-%s.json" % _WORKER if _WORKER else "spectrum.json")
 _MAX = __MAX__
@@ -177,7 +185,7 @@ def _write(complete):
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session, exitstatus):
     _write(int(exitstatus) in (0, 1, 5))
-'''.replace("__MAX__", str(MAX_BYTES))
+'''.replace("__MAX__", str(MAX_BYTES)).replace("__ROOT_ENV__", ROOT_ENV)
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,9 +210,9 @@ def trace_command(resolved: ResolvedCommand) -> ResolvedCommand | None:
     """``resolved`` with the plugin loaded, or None when it cannot be traced.
 
     Only a plain ``pytest`` last command (:func:`runners.hang.plain_pytest`) that does not set
-    ``PYTHONPATH`` itself: the folder of the plugin is put in front of ``PYTHONPATH`` (relative to
-    the workspace root, which the command's ``workdir`` may be below) and ``-p arcs_spectrum``
-    appended."""
+    ``PYTHONPATH`` itself: the folder of the plugin (in the private folder) is put in front of
+    ``PYTHONPATH``, the workspace root (which the command's ``workdir`` may be below) is passed in
+    :data:`ROOT_ENV`, and ``-p arcs_spectrum`` appended."""
     if resolved.framework != "pytest" or not plain_pytest(resolved.command):
         return None
     from runners.commands import _append_to_last, _last_segment
@@ -214,8 +222,10 @@ def trace_command(resolved: ResolvedCommand) -> ResolvedCommand | None:
     parts = PurePosixPath(resolved.workdir).parts if resolved.workdir else ()
     if any(p in ("..", "/") for p in parts):
         return None
-    folder = "../" * len(parts) + TRACE_DIR
-    prefix = f'export PYTHONPATH="$PWD/{folder}${{PYTHONPATH:+:$PYTHONPATH}}"; '
+    root = "$PWD" + "/.." * len(parts)
+    prefix = (
+        f'export PYTHONPATH="${PRIVATE_ENV}/{TRACE_DIR}${{PYTHONPATH:+:$PYTHONPATH}}" {ROOT_ENV}="{root}"; '
+    )
     return replace(resolved, command=prefix + _append_to_last(resolved.command, f"-p {PLUGIN}"))
 
 
@@ -229,15 +239,16 @@ def deselecting(resolved: ResolvedCommand, test_ids: list[str]) -> ResolvedComma
     return replace(resolved, command=_append_to_last(resolved.command, extra))
 
 
-def install(workspace: Path) -> None:
-    """Write the plugin into ``workspace`` (a private copy); clear old output."""
-    folder = Path(workspace) / TRACE_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{PLUGIN}.py").write_text(_PLUGIN_SOURCE, encoding="utf-8")
-    for old in folder.glob("spectrum*.json*"):
-        old.unlink(missing_ok=True)
-    # The sandbox user may differ from the owner of the copy: the output must be creatable.
-    folder.chmod(0o777)
+def install(private: Path) -> None:
+    """Write the plugin into the run's ``private`` folder; clear old output."""
+    # The sandbox user may differ from ARCS's (setpriv mode): the output must be creatable. The
+    # folder is ARCS's own, its mode set through its descriptor.
+    with wsfs.directory(private, TRACE_DIR, create=True) as fd:
+        os.fchmod(fd, 0o777)
+    wsfs.write_text(private, f"{TRACE_DIR}/{PLUGIN}.py", _PLUGIN_SOURCE, mode=0o644)
+    for old in wsfs.listdir(private, TRACE_DIR):
+        if fnmatch.fnmatchcase(old, "spectrum*.json*"):
+            wsfs.remove(private, f"{TRACE_DIR}/{old}")
 
 
 def parse_spectrum(data: bytes) -> LineSpectrum:
@@ -274,20 +285,23 @@ def parse_spectrum(data: bytes) -> LineSpectrum:
     )
 
 
-def read_spectrum(workspace: Path) -> LineSpectrum | None:
-    """The plugin's output in ``workspace`` (workers' files added up), or None when none was written.
+def read_spectrum(private: Path) -> LineSpectrum | None:
+    """The plugin's output in the run's ``private`` folder (workers' files added up), or None when
+    none was written.
 
-    Every file is resolved and must stay inside the workspace (the tests could leave a symlink to a
-    host file behind) and is read up to :data:`READ_CAP` bytes."""
-    from runners.sandbox import collect_artifacts
-
-    root = Path(workspace).resolve()
-    folder = (root / TRACE_DIR).resolve()
-    if not folder.is_relative_to(root) or not folder.is_dir():
+    The tests can write there: each file is read through :mod:`jobs.repair.wsfs` (a symlink to a
+    host file, a FIFO or a folder is skipped) and at most :data:`READ_CAP` + 1 bytes of it."""
+    try:
+        names = [n for n in wsfs.listdir(private, TRACE_DIR) if fnmatch.fnmatchcase(n, "spectrum*.json")]
+    except OSError:
         return None
-    names = sorted(f"{TRACE_DIR}/{p.name}" for p in folder.glob("spectrum*.json"))
-    texts = collect_artifacts(root, names, max_bytes=READ_CAP + 1)
-    parts = [parse_spectrum(t.encode("utf-8", "surrogateescape")) for t in texts.values()]
+    parts: list[LineSpectrum] = []
+    for name in names:
+        try:
+            data = wsfs.read_bytes(private, f"{TRACE_DIR}/{name}", limit=READ_CAP + 1)
+        except OSError:
+            continue
+        parts.append(parse_spectrum(data))
     if not parts:
         return None
     return parts[0] if len(parts) == 1 else _merge(parts)
@@ -326,6 +340,7 @@ def _count(value: object) -> int:
 __all__ = [
     "MAX_BYTES",
     "PLUGIN",
+    "ROOT_ENV",
     "TRACE_DIR",
     "LineSpectrum",
     "deselecting",

@@ -20,14 +20,16 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
+from jobs.repair import wsfs
 from jobs.repair.errors import ArcsError, UsageError
 
 DEFAULT_MAX_BYTES = 4 << 30
 """Refuse to copy trees larger than this (4 GiB) unless the caller says otherwise."""
 
+_GIT_CONFIG_LIMIT = 16 << 20
 _PREFIX = "arcs-ws-"
 _STALE = re.compile(rf"^{_PREFIX}(\d+)-")
 
@@ -150,10 +152,14 @@ def scrub_git_credentials(workspace: Path) -> bool:
     (worktree or submodule) points outside the workspace, which the sandbox cannot see, so only a
     real ``.git`` folder is touched.
     """
-    config = workspace / ".git" / "config"
-    if not config.is_file() or config.is_symlink():
-        return False
-    original = config.read_text(encoding="utf-8", errors="surrogateescape")
+    try:
+        original = wsfs.read_text(
+            workspace, ".git/config", limit=_GIT_CONFIG_LIMIT, whole=True, errors="surrogateescape"
+        )
+    except wsfs.TooLarge as exc:
+        raise UsageError(f"cannot scrub credentials from {workspace}/.git/config: {exc}") from None
+    except OSError:
+        return False  # missing, a symlink, a .git file (worktree) or a FIFO: nothing to scrub
     kept: list[str] = []
     in_credential = False
     for line in original.splitlines(keepends=True):
@@ -168,39 +174,44 @@ def scrub_git_credentials(workspace: Path) -> bool:
     scrubbed = "".join(kept)
     if scrubbed == original:
         return False
-    config.write_text(scrubbed, encoding="utf-8", errors="surrogateescape")
+    wsfs.write_bytes(
+        workspace, ".git/config", scrubbed.encode("utf-8", "surrogateescape"), make_parents=False
+    )
     return True
 
 
-def _make_writable(func: Callable[..., object], path: str, _exc: BaseException) -> None:
-    # A read-only folder (``chmod -w`` by a test, git's objects) blocks unlinking its entries.
-    entry = Path(path)
-    with contextlib.suppress(OSError):
-        entry.parent.chmod(stat.S_IRWXU)
-    if not entry.is_symlink():
-        with contextlib.suppress(OSError):
-            entry.chmod(stat.S_IRWXU)
-    if func is os.open:
-        # rmtree could not open a folder (it takes flags: calling it again as func(path) would
-        # raise TypeError); once it is readable, remove it on its own.
-        shutil.rmtree(path, ignore_errors=True)
-        return
-    with contextlib.suppress(FileNotFoundError):
-        func(path)
-
-
 def remove_tree(path: Path) -> None:
-    """Delete ``path`` and everything in it, including read-only folders; missing is fine."""
-    path = Path(path)
-    if not os.path.lexists(path):
-        return
-    if path.is_symlink() or not path.is_dir():
-        path.unlink()
-        return
-    if sys.version_info >= (3, 12):  # pragma: no cover - 3.11 is the supported floor
-        shutil.rmtree(path, onexc=_make_writable)
-    else:
-        shutil.rmtree(path, onerror=lambda f, p, e: _make_writable(f, p, e[1]))
+    """Delete ``path`` and everything in it, including read-only folders; missing is fine.
+
+    No link is followed and modes are changed only through descriptors
+    (:func:`jobs.repair.wsfs.remove_tree`): a tree the sandbox wrote cannot redirect the removal."""
+    wsfs.remove_tree(Path(path))
+
+
+@contextlib.contextmanager
+def private_folder(root: Path | None = None) -> Iterator[Path]:
+    """Yield a fresh folder of ARCS's own, outside every workspace, for one run's probes; delete it
+    on exit.
+
+    The sandbox sees it read-write at ``$ARCS_PRIVATE`` (:data:`runners.base.PRIVATE_ENV`): the
+    hang probe and the spectrum tracer are written there instead of into the repository's tree, so
+    the host never creates, chmods or cleans a path the repository controls. It lives next to the
+    workspaces (``<root>/arcs-ws-<pid>-private-*``, 0755 in a 0700 root): a container engine sees
+    it at the same path, and a killed process's leftovers go with the stale-workspace sweep.
+    """
+    base = default_root() if root is None else Path(root)
+    if root is not None:
+        base.mkdir(parents=True, exist_ok=True)
+    sweep_stale(base)
+    folder = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-private-", dir=base))
+    try:
+        # mkdtemp made it 0700 and ours: the sandbox user (another uid in setpriv mode) must be
+        # able to reach the probes' subfolders.
+        with wsfs.directory(folder) as fd:
+            os.fchmod(fd, 0o755)
+        yield folder
+    finally:
+        remove_tree(folder)
 
 
 def sweep_stale(root: Path) -> list[Path]:

@@ -13,6 +13,7 @@ from bot.action.event import Target
 from bot.errors import ConfigError
 from bot.github import GitHubError
 from bot.settings import Settings
+from jobs.repair import wsfs
 
 if TYPE_CHECKING:
     from bot.github.client import InstallationClient
@@ -44,14 +45,11 @@ def toolchains_from_path(path: str) -> tuple[Path, ...]:
 
 def read_config(workspace: Path) -> ArcsConfig:
     """The workspace's ``.arcs.yml`` (defaults when absent; :class:`ConfigError` when malformed)."""
+    from jobs.config import CONFIG_LIMIT
     from jobs.config import load as load_arcs_config
 
     def read(rel: str) -> str | None:
-        target = workspace / rel
-        try:
-            return target.read_text(encoding="utf-8") if target.is_file() else None
-        except (OSError, UnicodeDecodeError):
-            return None
+        return wsfs.text_or_none(workspace, rel, limit=CONFIG_LIMIT)
 
     return load_arcs_config(read)
 

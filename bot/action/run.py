@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import shutil
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -55,6 +55,7 @@ from bot.errors import ArcsError, ConfigError
 from bot.github import GitHubError
 from bot.settings import Settings
 from jobs.render import RepairSummary
+from jobs.repair import wsfs
 
 if TYPE_CHECKING:
     from bot.github.client import InstallationClient
@@ -105,10 +106,20 @@ def fix_changes(report: FixReport) -> AppliedEdits:
     with tempfile.TemporaryDirectory(prefix="arcs-action-") as tmp:
         copy = Path(tmp)
         for rel in dict.fromkeys(edit.path for edit in report.result.edits):
-            source = (root / rel).resolve()
-            if source.is_relative_to(root) and source.is_file():
-                (copy / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(source, copy / rel)
+            # The edit's path as the repair saw it (a folder link inside the workspace resolved),
+            # then read without following anything (jobs.repair.wsfs); a missing file is created.
+            try:
+                source = (root / rel).resolve()
+                if not source.is_relative_to(root):
+                    continue
+                canonical = source.relative_to(root).as_posix()
+                st = wsfs.entry_stat(root, canonical)
+                if st is None:
+                    continue
+                data = wsfs.read_bytes(root, canonical, limit=wsfs.SOURCE_LIMIT, whole=True)
+            except (OSError, ValueError, RuntimeError):
+                continue
+            wsfs.write_bytes(copy, rel, data, mode=stat.S_IMODE(st.st_mode))
         try:
             return apply_edits(copy, report.result.edits)
         except EditError as exc:

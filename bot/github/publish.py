@@ -32,6 +32,7 @@ from bot.github.git import (
 )
 from jobs.ports import PullRequestRef
 from jobs.render import MAX_BODY_CHARS, MAX_CHECK_TEXT, STATUS_MARKER_RE, truncate
+from jobs.repair import wsfs
 
 log = structlog.get_logger(__name__)
 
@@ -118,13 +119,16 @@ def _safe_rel(path: str) -> str:
 
 
 def _write_files(root: Path, files: Mapping[str, str | None]) -> None:
+    # Through jobs.repair.wsfs: the clone is the repository's; a link on the way is refused.
     for path, content in files.items():
-        target = root / _safe_rel(path)
-        if content is None:
-            target.unlink(missing_ok=True)
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
+        rel = _safe_rel(path)
+        try:
+            if content is None:
+                wsfs.unlink(root, rel)
+            else:
+                wsfs.write_text(root, rel, content)
+        except wsfs.Refused as exc:
+            raise GitHubError(f"refusing to write {path!r}: {exc}") from None
 
 
 def ensure_branch_pushed(

@@ -2,20 +2,23 @@
 
 Failures are data: :class:`EditError` carries a ``reason`` written for the model (it is fed back
 verbatim), e.g. ``old text occurs 3 times in src/a.py; include more context to make it unique``.
+
+Paths are canonicalized first (a symlinked folder inside the workspace resolves to its target, a
+symlinked file is refused); every read and write then goes through :mod:`jobs.repair.wsfs`, so a
+link planted on the canonical path by the time of use is refused, never followed.
 """
 
 from __future__ import annotations
 
 import difflib
 import heapq
-import os
 import re
 import stat
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from jobs.repair import wsfs
 from jobs.repair.diffing import DEFAULT_MODE, unified_diff
 from jobs.repair.model import Edit
 
@@ -125,7 +128,7 @@ def apply_edits(workspace: Path, edits: Sequence[Edit]) -> AppliedEdits:
         rel, target = _resolve(root, index, edit.path)
         state = states.get(rel)
         if state is None:
-            state = _load(index, rel, target)
+            state = _load(root, index, rel, target)
             states[rel] = state
         state.last_index = index
         _apply_one(index, edit, state, states)
@@ -191,18 +194,22 @@ def _check_git_internals(index: int, raw: str, parts: Sequence[str]) -> None:
         raise EditError(index, raw, f"{raw} is inside .git; repository internals cannot be edited")
 
 
-def _load(index: int, rel: str, target: Path) -> _FileState:
-    if target.is_dir():
-        raise EditError(index, rel, f"{rel} is a directory")
-    if not target.exists():
+def _load(root: Path, index: int, rel: str, target: Path) -> _FileState:
+    info = wsfs.entry_stat(root, rel)
+    if info is None:
         return _FileState(rel=rel, target=target, existed=False, raw=None, before=None, text=None)
-    if not target.is_file():
+    if stat.S_ISDIR(info.st_mode):
+        raise EditError(index, rel, f"{rel} is a directory")
+    if not stat.S_ISREG(info.st_mode):
         raise EditError(index, rel, f"{rel} is not a regular file")
-    info = target.stat()
     if info.st_size > MAX_FILE_BYTES:
         raise EditError(index, rel, f"{rel} is too large to edit ({info.st_size} bytes)")
     try:
-        raw = target.read_bytes()
+        raw = wsfs.read_bytes(root, rel, limit=MAX_FILE_BYTES, whole=True)
+    except wsfs.TooLarge as exc:
+        raise EditError(index, rel, f"{rel} is too large to edit ({exc.size} bytes)") from None
+    except wsfs.Refused as exc:
+        raise EditError(index, rel, f"{rel} cannot be read: {exc.why}") from None
     except OSError as exc:
         raise EditError(index, rel, f"{rel} cannot be read: {exc.strerror}") from None
     if b"\0" in raw:
@@ -420,55 +427,46 @@ def _commit(root: Path, writes: Sequence[tuple[_FileState, bytes | None]]) -> No
 
 def _write_one(root: Path, state: _FileState, data: bytes | None) -> Callable[[], None]:
     """Write one file; return the action that restores what was there. Cleans up after itself on failure."""
-    target, raw, st_mode = state.target, state.raw, state.st_mode
+    rel, raw, st_mode = state.rel, state.raw, state.st_mode
     if data is None:
-        target.unlink()
-        return lambda: _restore(target, raw, st_mode)
-    created = _make_parents(root, target.parent)
+        wsfs.unlink(root, rel, missing_ok=False)
+        return lambda: _restore(root, rel, raw, st_mode)
+    created = _make_parents(root, rel)
     if raw is None:
         try:
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
+            wsfs.write_bytes(root, rel, data, make_parents=False)
         except BaseException:
-            _remove(target, created)
+            _remove(root, rel, created)
             raise
-        return lambda: _remove(target, created)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".arcs-tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        if st_mode is not None:
-            Path(tmp).chmod(stat.S_IMODE(st_mode))
-        Path(tmp).replace(target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return lambda: _restore(target, raw, st_mode)
+        return lambda: _remove(root, rel, created)
+    wsfs.write_bytes(root, rel, data, mode=stat.S_IMODE(st_mode) if st_mode is not None else None)
+    return lambda: _restore(root, rel, raw, st_mode)
 
 
-def _make_parents(root: Path, parent: Path) -> list[Path]:
-    missing: list[Path] = []
-    while not parent.exists() and parent != root:
-        missing.append(parent)
-        parent = parent.parent
-    for d in reversed(missing):
-        d.mkdir()
+def _make_parents(root: Path, rel: str) -> list[str]:
+    """Create the missing folders of ``rel``; return them, innermost first."""
+    parts = PurePosixPath(rel).parts[:-1]
+    missing: list[str] = []
+    for i in range(len(parts), 0, -1):
+        folder = "/".join(parts[:i])
+        if wsfs.entry_stat(root, folder) is not None:
+            break
+        missing.append(folder)
+    if missing:
+        wsfs.make_dirs(root, missing[0], mode=0o777)  # minus the umask, as Path.mkdir()
     return missing
 
 
-def _restore(target: Path, raw: bytes | None, st_mode: int | None) -> None:
+def _restore(root: Path, rel: str, raw: bytes | None, st_mode: int | None) -> None:
     if raw is None:
         return
-    target.write_bytes(raw)
-    if st_mode is not None:
-        target.chmod(stat.S_IMODE(st_mode))
+    wsfs.write_bytes(root, rel, raw, mode=stat.S_IMODE(st_mode) if st_mode is not None else None)
 
 
-def _remove(target: Path, created: list[Path]) -> None:
-    target.unlink(missing_ok=True)
-    for d in created:  # innermost first
+def _remove(root: Path, rel: str, created: list[str]) -> None:
+    wsfs.unlink(root, rel)
+    for folder in created:  # innermost first
         try:
-            d.rmdir()
+            wsfs.rmdir(root, folder)
         except OSError:
             break  # not empty: another new file of this batch lives there; its own undo runs later

@@ -19,6 +19,7 @@ from pathlib import Path
 import pathspec
 
 from indexing.languages import code_language, is_test_path, parser_for
+from jobs.repair import wsfs
 from jobs.repair.diffing import DiffStats, FilePatch, HunkLine, parse_patch
 from jobs.repair.edits import AppliedEdits, EditError
 from jobs.repair.model import GateResult
@@ -169,9 +170,8 @@ def syntax_gate(applied: AppliedEdits, *, workspace: Path | None = None) -> Gate
         if after is None:
             continue
         if workspace is not None:
-            on_disk = workspace / change.path
             try:
-                after = on_disk.read_text(encoding="utf-8")
+                after = wsfs.read_text(workspace, change.path, limit=wsfs.SOURCE_LIMIT, whole=True)
             except (OSError, UnicodeDecodeError):
                 pass
         problems_after = syntax_problems(change.path, after)

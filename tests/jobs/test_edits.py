@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from jobs.repair import wsfs
 from jobs.repair.edits import MAX_FILE_BYTES, AppliedEdits, EditError, FileChange, apply_edits
 from jobs.repair.model import Edit
 from tests.conftest import write_tree
@@ -173,14 +173,14 @@ def test_write_failure_rolls_back_files_already_written(ws: Path, monkeypatch: p
     # Writes go in path order; the last one (zz.txt) fails after a delete, a create (with a new
     # directory) and a modification were done: all three must be undone.
     write_tree(ws, {"a.txt": "one\n", "zz.txt": "two\n"})
-    real_mkstemp = tempfile.mkstemp
+    real_write = wsfs.write_bytes
 
-    def failing_mkstemp(*args: Any, **kwargs: Any) -> tuple[int, str]:
-        if str(kwargs.get("prefix", "")).startswith(".zz.txt"):
+    def failing_write(root: Path, rel: str, data: bytes, **kwargs: Any) -> None:
+        if rel == "zz.txt":
             raise OSError(28, "No space left on device")
-        return real_mkstemp(*args, **kwargs)
+        real_write(root, rel, data, **kwargs)
 
-    monkeypatch.setattr(tempfile, "mkstemp", failing_mkstemp)
+    monkeypatch.setattr(wsfs, "write_bytes", failing_write)
     before = snapshot(ws)
     with pytest.raises(EditError) as info:
         apply_edits(

@@ -164,10 +164,11 @@ def test_the_command_and_the_conversion_without_a_sandbox(tmp_path: Path) -> Non
     gives a partial spectrum with a note."""
 
     def plugin_wrote(call: FakeCall) -> object:
-        limits = json.loads((call.workspace / ".arcs/hang/limits.json").read_text())
+        assert call.private is not None and not call.private.is_relative_to(call.workspace)
+        limits = json.loads((call.private / "hang/limits.json").read_text())
         assert limits == {"tests/test_a.py::test_x": 5.0 * 3.0}
         doc = {"v": 1, "complete": False, "failed": 1, "passed": 0, "files": {"a.py": [2, 1, 0]}}
-        (call.workspace / TRACE_DIR / "spectrum.json").write_text(json.dumps(doc))
+        (call.private / TRACE_DIR / "spectrum.json").write_text(json.dumps(doc))
         return fake_execution(exit_code=-9, duration_s=7.0, killed_by="timeout")
 
     runner = FakeRunner(default=plugin_wrote)  # type: ignore[arg-type]
@@ -179,7 +180,9 @@ def test_the_command_and_the_conversion_without_a_sandbox(tmp_path: Path) -> Non
             ["tests/test_a.py::test_y[1]", "tests/test_a.py::test_z"], suite=False, timeout_s=30
         )
     sent = runner.calls[0].command
-    assert "-p arcs_spectrum" in sent and "-p arcs_hang_probe" in sent and f"$PWD/{TRACE_DIR}" in sent
+    assert (
+        "-p arcs_spectrum" in sent and "-p arcs_hang_probe" in sent and f"$ARCS_PRIVATE/{TRACE_DIR}" in sent
+    )
     assert (
         "python -m pytest -q tests/test_a.py --deselect tests/test_b.py::test_hang -p arcs_spectrum" in sent
     )

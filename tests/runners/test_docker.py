@@ -32,6 +32,11 @@ def value(args: list[str], flag: str) -> list[str]:
     return [args[i + 1] for i, arg in enumerate(args) if arg == flag]
 
 
+def test_argv_mounts_the_private_folder_only_when_given() -> None:
+    assert "/srv/p:/run/arcs:rw" in value(argv(private=Path("/srv/p")), "--volume")
+    assert not any("/run/arcs:" in v for v in value(argv(), "--volume"))
+
+
 def test_argv_isolates_the_container() -> None:
     args = argv()
     assert args[:3] == ["/usr/bin/docker", "run", "--rm"]

@@ -14,6 +14,7 @@ from runners.hang import HangProbe, hang_of, probe_command, read_events, shell_p
 from runners.hang_node import node_hang
 from runners.sandbox import UnsafeLocalRunner
 from runners.toolchains import toolchain_paths
+from runners.workspace import private_folder
 
 LOOP_MODULE = """
 def spin(n):
@@ -141,9 +142,16 @@ def test_a_hanging_pytest_test_stops_the_run_with_its_frames(tmp_path: Path) -> 
     repo = _python_repo(tmp_path)
     command = _pytest(f"{sys.executable} -m pytest -q -p no:cacheprovider -p no:randomly")
     # The run's own timeout is far away: only the probe can end it as a timeout.
-    run = run_in_workspace(
-        _runner(), repo, command, timeout_s=600, hang_probe=HangProbe(probe_s=0.5, ratio=0)
-    )
+    with private_folder(tmp_path / "ws-root") as private:
+        run = run_in_workspace(
+            _runner(),
+            repo,
+            command,
+            timeout_s=600,
+            hang_probe=HangProbe(probe_s=0.5, ratio=0),
+            private=private,
+        )
+        log = (private / "hang" / "events.jsonl").read_text()
     assert run.killed_by == "timeout"
     by_id = {r.id: r for r in run.results}
     assert by_id["tests/test_loop.py::test_quick"].outcome == "passed"
@@ -157,11 +165,8 @@ def test_a_hanging_pytest_test_stops_the_run_with_its_frames(tmp_path: Path) -> 
         ("loop.py", "spin"),
     ]
     assert "tests/test_loop.py::test_after" not in by_id  # never observed: unknown, not passing
-    assert (
-        not (repo / ".arcs" / "hang" / "events.jsonl")
-        .read_text()
-        .count('"done": "tests/test_loop.py::test_hangs"')
-    )
+    assert not log.count('"done": "tests/test_loop.py::test_hangs"')
+    assert not (repo / ".arcs" / "hang").exists()  # the probe lived outside the repository's tree
 
 
 def test_the_limit_grows_with_the_time_spent_before_the_test(tmp_path: Path) -> None:
@@ -169,8 +174,16 @@ def test_the_limit_grows_with_the_time_spent_before_the_test(tmp_path: Path) -> 
     tests = repo / "tests" / "test_loop.py"
     tests.write_text(tests.read_text().replace("spin(1) == 0", "spin(-1) == -1"))  # nothing hangs
     command = _pytest(f"{sys.executable} -m pytest -q -p no:cacheprovider -p no:randomly")
-    run_in_workspace(_runner(), repo, command, timeout_s=600, hang_probe=HangProbe(probe_s=0.5, ratio=1000))
-    events = read_events((repo / ".arcs" / "hang" / "events.jsonl").read_text())
+    with private_folder(tmp_path / "ws-root") as private:
+        run_in_workspace(
+            _runner(),
+            repo,
+            command,
+            timeout_s=600,
+            hang_probe=HangProbe(probe_s=0.5, ratio=1000),
+            private=private,
+        )
+        events = read_events((private / "hang" / "events.jsonl").read_text())
     starts = [e for e in events if "start" in e]
     assert starts and all(float(e["limit_s"]) >= 1000 * float(e["before_s"]) - 1 for e in starts)  # type: ignore[arg-type]
 

@@ -14,6 +14,7 @@ from runners.hang import HangProbe, hang_of, limits_of, write_limits
 from runners.results import TestFailure, TestResult, TestRun
 from runners.sandbox import UnsafeLocalRunner
 from runners.toolchains import toolchain_paths
+from runners.workspace import private_folder
 
 LOOP = "def spin(n):\n    while n > 0:\n        n = n + 1\n    return n\n"
 TESTS = (
@@ -71,11 +72,17 @@ def test_limits_of_a_baseline() -> None:
 
 
 def test_a_test_with_a_limit_is_stopped_there_not_by_the_ratio_rule(tmp_path: Path) -> None:
-    repo = _repo(tmp_path, TESTS.replace("spin(-1)", "spin(1)"))
-    write_limits(repo, {"tests/test_loop.py::test_spins": 0.5})
-    run = run_in_workspace(
-        _runner(), repo, _command(), timeout_s=120, hang_probe=HangProbe(probe_s=30, ratio=1000)
-    )
+    repo = _repo(tmp_path / "repo", TESTS.replace("spin(-1)", "spin(1)"))
+    with private_folder(tmp_path / "ws-root") as private:
+        write_limits(private, {"tests/test_loop.py::test_spins": 0.5})
+        run = run_in_workspace(
+            _runner(),
+            repo,
+            _command(),
+            timeout_s=120,
+            hang_probe=HangProbe(probe_s=30, ratio=1000),
+            private=private,
+        )
     assert run.killed_by == "timeout" and run.hang_s == 0.5  # the limit it ran to, not 30 s
     by_id = {r.id: r for r in run.results}
     assert by_id["tests/test_loop.py::test_quick"].outcome == "passed"

@@ -165,8 +165,10 @@ def test_collect_artifacts_stays_inside(tmp_path: Path) -> None:
     secret.write_text("host secret")
     (ws / "escape").symlink_to(secret)
     (ws / "inside").symlink_to(ws / "reports" / "junit.xml")
+    os.mkfifo(ws / "fifo.xml")  # never waited for
     names = ("reports/junit.xml", "escape", "inside", "../secret.txt", str(secret), "missing.xml", "reports")
-    assert collect_artifacts(ws, names) == {"reports/junit.xml": "<testsuite/>", "inside": "<testsuite/>"}
+    # No link is followed, not even one that stays inside (the host never follows the repository's links).
+    assert collect_artifacts(ws, (*names, "fifo.xml")) == {"reports/junit.xml": "<testsuite/>"}
 
 
 # --------------------------------------------------------------------------- argv (no bwrap needed)
@@ -240,6 +242,21 @@ def test_argv_setup_phase_may_use_the_network(mode: str) -> None:
         assert "--share-net" in argv
     if Path("/etc/resolv.conf").exists():
         assert "/etc/resolv.conf" in pairs(argv, "--ro-bind")
+
+
+def test_argv_binds_the_private_folder_only_when_given() -> None:
+    box = fake_box()
+    box.setpriv = "/usr/bin/setpriv"
+    limits = Limits(timeout_s=5, memory_mb=256)
+    common = {"mode": "setpriv", "uid": 2_000_000_001, "limits": limits, "network": False, "data_fds": {}}
+    env = sandbox_env(box.path, {})
+    with_private = box.bwrap_argv(
+        Path("/srv/ws"), "true", env=env, etc_dir=Path("/stage/etc"), private=Path("/srv/p"), **common
+    )  # type: ignore[arg-type]
+    i = with_private.index("/srv/p")
+    assert with_private[i - 1 : i + 2] == ["--bind", "/srv/p", "/run/arcs"]  # read-write
+    without = box.bwrap_argv(Path("/srv/ws"), "true", env=env, etc_dir=Path("/stage/etc"), **common)  # type: ignore[arg-type]
+    assert "/srv/p" not in without and "/run/arcs" not in without
 
 
 def test_staged_etc_holds_only_the_allow_list() -> None:

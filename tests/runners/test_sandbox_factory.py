@@ -45,10 +45,13 @@ if argv[:1] == ["info"]:
         print(json.dumps({runtimes!r}))
     sys.exit(0)
 if argv[:1] == ["run"] and {execute!r}:
-    host = next(v for k, v in zip(argv, argv[1:]) if k == "--volume").rsplit(":", 2)[0]
+    volumes = [v.rsplit(":", 2) for k, v in zip(argv, argv[1:]) if k == "--volume"]
+    host = next(src for src, dst, _ in volumes if dst == "/workspace")
     env = dict(v.split("=", 1) for k, v in zip(argv, argv[1:]) if k == "--env")
     env["PATH"] = {path!r} + ":" + env.get("PATH", "")
     env["HOME"] = host
+    # The run's private folder (the hang probe) is mounted at /run/arcs: here, its host path.
+    env.update({{"ARCS_PRIVATE": src for src, dst, _ in volumes if dst == "/run/arcs"}})
     sys.exit(subprocess.run(["sh", "-c", argv[-1]], cwd=host, env=env).returncode)
 sys.exit({run_exit!r} if argv[:1] == ["run"] else 0)
 """
@@ -66,7 +69,8 @@ def fake_docker(
 
     ``engine=False``: ``docker info`` fails like a client without a daemon. ``runtimes``: what
     ``docker info --format '{{json .Runtimes}}'`` answers (None: that query fails). ``execute``:
-    ``docker run`` runs its command with ``sh -c`` in the host folder mounted at /workspace.
+    ``docker run`` runs its command with ``sh -c`` in the host folder mounted at /workspace (and
+    ``$ARCS_PRIVATE`` names the host folder mounted at /run/arcs).
     """
     bin_dir.mkdir(parents=True, exist_ok=True)
     log = bin_dir / "docker-calls.jsonl"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from runners.execute import run_in_workspace
 from runners.sandbox import UnsafeLocalRunner
 from runners.spectrum import (
     MAX_BYTES,
+    ROOT_ENV,
     TRACE_DIR,
     deselecting,
     install,
@@ -21,6 +23,7 @@ from runners.spectrum import (
     trace_command,
 )
 from runners.toolchains import toolchain_paths
+from runners.workspace import private_folder
 
 SHAPES = """\
 class Shapes:
@@ -98,13 +101,13 @@ def test_which_commands_are_traced(command: str, framework: str, traced: str | N
         assert got is None
         return
     assert got is not None
-    prefix = f'export PYTHONPATH="$PWD/{TRACE_DIR}${{PYTHONPATH:+:$PYTHONPATH}}"; '
+    prefix = f'export PYTHONPATH="$ARCS_PRIVATE/{TRACE_DIR}${{PYTHONPATH:+:$PYTHONPATH}}" {ROOT_ENV}="$PWD"; '
     assert got.command == prefix + traced
 
 
 def test_a_workdir_finds_the_plugin_at_the_workspace_root() -> None:
     got = trace_command(_pytest("pytest", workdir="pkg/sub"))
-    assert got is not None and got.command.startswith(f'export PYTHONPATH="$PWD/../../{TRACE_DIR}')
+    assert got is not None and f'{ROOT_ENV}="$PWD/../.."; ' in got.command
     assert trace_command(_pytest("pytest", workdir="../x")) is None
 
 
@@ -157,6 +160,7 @@ def test_parse_skips_bad_entries_and_escaping_paths() -> None:
 
 
 def test_read_spectrum_adds_up_workers_and_refuses_symlinks_out(tmp_path: Path) -> None:
+    assert read_spectrum(tmp_path) is None  # no folder yet
     install(tmp_path)
     folder = tmp_path / TRACE_DIR
     assert read_spectrum(tmp_path) is None  # nothing written yet
@@ -166,25 +170,33 @@ def test_read_spectrum_adds_up_workers_and_refuses_symlinks_out(tmp_path: Path) 
     secret = tmp_path.parent / f"{tmp_path.name}-secret.json"
     secret.write_bytes(_doc(files={"secret.py": [1, 1, 0]}))
     (folder / "spectrum-gw2.json").symlink_to(secret)
+    os.mkfifo(folder / "spectrum-gw3.json")  # never waited for
     got = read_spectrum(tmp_path)
     assert got is not None
     assert (got.failed, got.passed, got.complete) == (2, 4, False)
     assert got.lines == {"a.py": {3: (3, 1), 4: (1, 2)}}
 
 
-def _traced_run(repo: Path, timeout_s: float = 120) -> None:
+def _traced_run(repo: Path, private: Path, timeout_s: float = 120) -> None:
     command = trace_command(_pytest(f"{sys.executable} -m pytest -q -p no:cacheprovider -p no:randomly"))
     assert command is not None
-    install(repo)
-    run_in_workspace(UnsafeLocalRunner(toolchain_paths=toolchain_paths()), repo, command, timeout_s=timeout_s)
+    run_in_workspace(
+        UnsafeLocalRunner(toolchain_paths=toolchain_paths()),
+        repo,
+        command,
+        timeout_s=timeout_s,
+        private=private,
+    )
 
 
 def test_the_plugin_counts_lines_and_survives_tests_that_call_settrace(tmp_path: Path) -> None:
     (tmp_path / "shapes.py").write_text(SHAPES)
     (tmp_path / "test_shapes.py").write_text(TESTS)
     (tmp_path / "conftest.py").write_text(CONFTEST)
-    _traced_run(tmp_path)
-    got = read_spectrum(tmp_path)
+    with private_folder(tmp_path.parent / f"{tmp_path.name}-ws") as private:
+        install(private)
+        _traced_run(tmp_path, private)
+        got = read_spectrum(private)
     assert got is not None and got.complete and got.note == ""
     assert (got.failed, got.passed) == (2, 3)
     assert got.lines["shapes.py"][9] == (2, 0)  # the bug, reached only through getattr
@@ -204,14 +216,13 @@ def test_oversized_output_keeps_the_most_suspicious_lines(tmp_path: Path) -> Non
     )
     tests = "from big import run\n\n\ndef test_bad():\n    assert run(True)\n\n\ndef test_good():\n    assert run(False)\n"
     (tmp_path / "test_big.py").write_text(tests)
-    install(tmp_path)
-    plugin = tmp_path / TRACE_DIR / "arcs_spectrum.py"
-    plugin.write_text(plugin.read_text().replace(f"_MAX = {MAX_BYTES}", "_MAX = 2000"))
-    command = trace_command(_pytest(f"{sys.executable} -m pytest -q -p no:cacheprovider -p no:randomly"))
-    assert command is not None
-    run_in_workspace(UnsafeLocalRunner(toolchain_paths=toolchain_paths()), tmp_path, command, timeout_s=120)
-    assert (tmp_path / TRACE_DIR / "spectrum.json").stat().st_size <= 2000
-    got = read_spectrum(tmp_path)
+    with private_folder(tmp_path.parent / f"{tmp_path.name}-ws") as private:
+        install(private)
+        plugin = private / TRACE_DIR / "arcs_spectrum.py"
+        plugin.write_text(plugin.read_text().replace(f"_MAX = {MAX_BYTES}", "_MAX = 2000"))
+        _traced_run(tmp_path, private)
+        assert (private / TRACE_DIR / "spectrum.json").stat().st_size <= 2000
+        got = read_spectrum(private)
     assert got is not None and got.complete and got.dropped > 3500
     assert got.lines["big.py"][4003] == (1, 0)  # `return False`: only the failing test ran it
     assert got.lines["test_big.py"][5] == (1, 0)
