@@ -110,10 +110,13 @@ class LimitEnforcer:
         disk = "off" if lim.disk_mb is None else f"{lim.disk_mb} MiB per run (workspace watcher, tmpfs sizes)"
         return {"cpu": cpu, "memory": memory, "processes": processes, "disk": disk}
 
-    def start(self, workspace: Path, temp_mounts: Mapping[str, int]) -> RunGuard:
+    def start(
+        self, workspace: Path, temp_mounts: Mapping[str, int], extra_roots: Sequence[Path] = ()
+    ) -> RunGuard:
         """Set up one run: its cgroup (raises :class:`runners.cgroups.CgroupError`) and disk watcher.
 
-        ``temp_mounts`` maps the sandbox's size-limited tmpfs mounts to their size in MiB.
+        ``temp_mounts`` maps the sandbox's size-limited tmpfs mounts to their size in MiB;
+        ``extra_roots`` are host folders the run may write besides the workspace (counted too).
         """
         cg = self.cgroups
         cgroup = None
@@ -128,7 +131,9 @@ class LimitEnforcer:
         if self.limits.disk_mb is not None:
             try:
                 sizes = {mount: mib << 20 for mount, mib in temp_mounts.items()}
-                disk = DiskWatch(workspace, self.limits.disk_mb << 20, temp_mounts=sizes)
+                disk = DiskWatch(
+                    workspace, self.limits.disk_mb << 20, temp_mounts=sizes, extra_roots=extra_roots
+                )
             except BaseException:
                 if cgroup is not None:
                     cgroup.remove()

@@ -22,7 +22,7 @@ import contextlib
 import os
 import stat
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,12 +126,15 @@ class DiskWatch:
         quota_bytes: int,
         *,
         temp_mounts: Mapping[str, int] | None = None,
+        extra_roots: Sequence[Path] = (),
         recheck_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
         proc: Path = Path("/proc"),
     ) -> None:
-        """Measure the baseline now (one walk of ``workspace``)."""
+        """Measure the baseline now (one walk of ``workspace`` and of ``extra_roots``: other host
+        folders the run may write, such as ARCS's private probe folder bound at ``/run/arcs``)."""
         self.workspace = workspace
+        self.roots = (workspace, *extra_roots)
         self.quota_bytes = quota_bytes
         self.temp_mounts = dict(temp_mounts or {})
         """The sandbox's tmpfs mounts and their sizes in bytes."""
@@ -140,7 +143,7 @@ class DiskWatch:
         self._proc = proc
         self._device = workspace.lstat().st_dev
         started = clock()
-        self._base, self.entries = tree_bytes(workspace)
+        self._base, self.entries = self._walk()
         self.walk_s = clock() - started
         self._fs_at_walk = self._fs_used()
         self._growth = 0
@@ -152,6 +155,10 @@ class DiskWatch:
         self.peak = DiskUse(0, 0, 0)
         self.full_mount = ""
         """A temp mount found full (its writes fail with ENOSPC), else ''."""
+
+    def _walk(self) -> tuple[int, int]:
+        walks = [tree_bytes(root) for root in self.roots]
+        return sum(size for size, _ in walks), sum(entries for _, entries in walks)
 
     def _gap(self, at_least: float) -> float:
         # A big workspace is walked less often: the watcher stays a small share of one core.
@@ -198,7 +205,7 @@ class DiskWatch:
         due = now >= self._next_walk or (estimate >= self.quota_bytes and now >= self._earliest)
         if due:
             started = self._clock()
-            size, self.entries = tree_bytes(self.workspace)
+            size, self.entries = self._walk()
             self._growth = size - self._base
             self._deleted = deleted_open_bytes(pids(), self._device, self._proc)
             self.walk_s = self._clock() - started

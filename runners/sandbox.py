@@ -605,7 +605,8 @@ class LocalSandbox:
         guard: RunGuard | None = None
         try:
             if guarded:
-                guard = self.enforcer.start(workspace, self.temp_mounts())
+                extra = (private,) if private is not None else ()
+                guard = self.enforcer.start(workspace, self.temp_mounts(), extra)
             if mode == "setpriv":
                 chown_tree(workspace, uid, uid)
             data_fds: dict[str, int] = {}

@@ -121,6 +121,21 @@ def test_three_100mb_writes_stop_at_the_64mib_quota(make_box: Callable[..., Loca
     assert "f3" not in written and sum(written.values()) < 200 * MiB, written
 
 
+def test_writes_into_the_private_probe_folder_count_against_the_quota(
+    make_box: Callable[..., LocalSandbox], ws: Path, tmp_path: Path
+) -> None:
+    # ARCS's private folder (the hang probe's log, the tracer's output) is a host folder the run
+    # may write at $ARCS_PRIVATE: filling it is filling the host's disk too.
+    private = tmp_path / "private"
+    private.mkdir(mode=0o777)
+    private.chmod(0o777)
+    command = "; ".join(f'head -c 100M /dev/zero > "$ARCS_PRIVATE/f{i}"; sleep 2' for i in (1, 2, 3))
+    done = make_box().run(ws, command, timeout_s=60, private=private)
+    assert done.killed_by == "disk", (done.exit_code, done.stderr)
+    written = sizes(private)
+    assert "f3" not in written and sum(written.values()) < 200 * MiB, written
+
+
 def test_temp_space_counts_and_a_full_tmp_is_the_disk_limit(
     make_box: Callable[..., LocalSandbox], ws: Path
 ) -> None:
