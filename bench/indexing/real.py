@@ -51,13 +51,14 @@ def _burners(n: int) -> list[subprocess.Popen[bytes]]:
 
 
 def export_graphs(code_root: Path, dest: Path) -> float | None:
-    """Export the ONNX graphs once (fp32 and int8) into ``dest``; seconds taken, None without ONNX."""
+    """Build the ONNX graphs once (fp32 and int8) into ``dest``; seconds taken, None without ONNX."""
     if not (code_root / "indexing" / "onnx_embed.py").exists():
         return None
     script = (
         "import sys, time; sys.path.insert(0, sys.argv[1]); from pathlib import Path; "
-        "from indexing.onnx_embed import bundled_model_dir, ensure_graph; t = time.perf_counter(); "
-        "ensure_graph(Path(sys.argv[2]), bundled_model_dir(), quantize=True); print(time.perf_counter() - t)"
+        "import indexing.onnx_embed as o; t = time.perf_counter(); "
+        "args = (o.bundled_model_dir(),) if hasattr(o, 'bundled_model_dir') else (); "  # before #24: a folder
+        "o.ensure_graph(Path(sys.argv[2]), *args, quantize=True); print(time.perf_counter() - t)"
     )
     done = subprocess.run(
         [sys.executable, "-c", script, str(code_root), str(dest)], check=True, capture_output=True, text=True

