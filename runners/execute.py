@@ -50,6 +50,8 @@ SKIP_DIRS = frozenset(
 )
 """Folders never listed or diffed: VCS, dependencies, caches (tools write them during a run)."""
 MAX_LISTED_FILES = 200_000
+SETUP_TIMEOUT_S = 300.0
+"""The least time a ``setup:`` step gets (downloads and builds), whatever the tests' timeout."""
 
 
 def default_workspace(root: Path | None = None) -> WorkspaceFactory:
@@ -129,8 +131,9 @@ def run_in_workspace(
     if resolved.setup:
         setup = runner.run(
             workspace,
-            resolved.setup,
-            timeout_s=timeout_s,
+            resolved.setup_shell or resolved.setup,
+            # A candidate's timeout is measured on the tests alone; installing takes its own time.
+            timeout_s=max(timeout_s, SETUP_TIMEOUT_S),
             memory_mb=memory_mb,
             network=setup_network,
             env=full_env,
@@ -153,7 +156,9 @@ def run_in_workspace(
                 killed_by=setup.killed_by,
                 framework=resolved.framework,
             )
-            problem = diagnose(failed_setup, output="", command=resolved.command)
+            problem = diagnose(
+                failed_setup, output=f"{setup.stdout}\n{setup.stderr}", command=resolved.command
+            )
             return replace(failed_setup, environment=problem.line if problem else "")
     if hang_probe is not None:
         # A test that alone takes a third of the run's time budget is suspect even when the

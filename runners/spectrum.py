@@ -201,22 +201,19 @@ class LineSpectrum:
 def trace_command(resolved: ResolvedCommand) -> ResolvedCommand | None:
     """``resolved`` with the plugin loaded, or None when it cannot be traced.
 
-    Only a plain ``pytest`` last command (:func:`runners.hang.plain_pytest`) that does not set
-    ``PYTHONPATH`` itself: the folder of the plugin is put in front of ``PYTHONPATH`` (relative to
-    the workspace root, which the command's ``workdir`` may be below) and ``-p arcs_spectrum``
-    appended."""
+    Only a plain ``pytest`` last command (:func:`runners.hang.plain_pytest`): the plugin's folder
+    (relative to the workspace root) is put in front of ``PYTHONPATH`` through
+    :attr:`ResolvedCommand.pythonpath`, which survives the command's own ``PYTHONPATH=``, and
+    ``-p arcs_spectrum`` appended."""
     if resolved.framework != "pytest" or not plain_pytest(resolved.command):
         return None
-    from runners.commands import _append_to_last, _last_segment
+    from runners.commands import _append_to_last
 
-    if "PYTHONPATH=" in _last_segment(resolved.command):
-        return None
     parts = PurePosixPath(resolved.workdir).parts if resolved.workdir else ()
     if any(p in ("..", "/") for p in parts):
         return None
-    folder = "../" * len(parts) + TRACE_DIR
-    prefix = f'export PYTHONPATH="$PWD/{folder}${{PYTHONPATH:+:$PYTHONPATH}}"; '
-    return replace(resolved, command=prefix + _append_to_last(resolved.command, f"-p {PLUGIN}"))
+    traced = replace(resolved, command=_append_to_last(resolved.command, f"-p {PLUGIN}"))
+    return replace(traced, pythonpath=(TRACE_DIR, *resolved.pythonpath))
 
 
 def deselecting(resolved: ResolvedCommand, test_ids: list[str]) -> ResolvedCommand:

@@ -87,7 +87,8 @@ def _pytest(command: str, framework: str = "pytest", workdir: str = "") -> Resol
         ("pip install -e . && pytest tests", "pytest", "pip install -e . && pytest tests -p arcs_spectrum"),
         ("pytest -q | tee log.txt", "pytest", None),
         ("cd sub && pytest", "pytest", None),
-        ("PYTHONPATH=src pytest", "pytest", None),
+        # The command's own PYTHONPATH keeps the plugin's folder (ResolvedCommand.shell, #23).
+        ("PYTHONPATH=src pytest", "pytest", "PYTHONPATH=src pytest -p arcs_spectrum"),
         ("python -m unittest -v", "unittest", None),
         ("go test ./...", "go", None),
     ],
@@ -98,13 +99,15 @@ def test_which_commands_are_traced(command: str, framework: str, traced: str | N
         assert got is None
         return
     assert got is not None
-    prefix = f'export PYTHONPATH="$PWD/{TRACE_DIR}${{PYTHONPATH:+:$PYTHONPATH}}"; '
-    assert got.command == prefix + traced
+    assert got.command == traced and got.pythonpath == (TRACE_DIR,)
+    assert got.shell.startswith(f'export ARCS_PYTHONPATH="$PWD/{TRACE_DIR}${{ARCS_PYTHONPATH:+')
 
 
 def test_a_workdir_finds_the_plugin_at_the_workspace_root() -> None:
     got = trace_command(_pytest("pytest", workdir="pkg/sub"))
-    assert got is not None and got.command.startswith(f'export PYTHONPATH="$PWD/../../{TRACE_DIR}')
+    assert got is not None and got.pythonpath == (TRACE_DIR,)
+    # The export runs in the workspace root, before the `cd` into the workdir.
+    assert got.shell.index(f"$PWD/{TRACE_DIR}") < got.shell.index("cd pkg/sub")
     assert trace_command(_pytest("pytest", workdir="../x")) is None
 
 
