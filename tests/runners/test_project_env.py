@@ -159,3 +159,29 @@ def test_an_editable_install_imports_the_workspace_copy(make_repo: MakeRepo, tmp
     assert run.environment == ""
     assert run.passed_ids == ["tests/test_add.py::test_from_the_copy"]
     assert run.failed_ids == ["tests/test_add.py::test_add"]
+
+
+def test_what_the_venv_needs_outside_is_exposed_read_only(make_repo: MakeRepo, tmp_path: Path) -> None:
+    """The interpreter a venv was made from (uv's or pyenv's, outside /usr) and an editable sibling
+    project; a setuptools finder's mapping into the repository becomes a PYTHONPATH folder."""
+    repo = make_repo({"pkgs/minipkg/__init__.py": ""})
+    python_home = tmp_path / "uv-python" / "cpython-3.11"
+    (python_home / "bin").mkdir(parents=True)
+    sibling = tmp_path / "work" / "sibling" / "src"
+    sibling.mkdir(parents=True)
+    venv = tmp_path / "venv"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (venv / "bin").mkdir()
+    (venv / "pyvenv.cfg").write_text(f"home = {python_home}/bin\nversion = 3.11.9\n", encoding="utf-8")
+    (site / "__editable__.sibling-1.0.pth").write_text(f"{sibling}\n", encoding="utf-8")
+    (site / "__editable___minipkg_0_1_finder.py").write_text(
+        f"MAPPING: dict[str, str] = {{'minipkg': '{repo}/pkgs/minipkg'}}\n", encoding="utf-8"
+    )
+    found = detect_environment(repo, [venv], own_prefix=OWN)
+    assert found.toolchains == (python_home, sibling, venv)
+    assert found.pythonpath == ("pkgs",)
+    assert found.line == (
+        f"environment: {venv} (Python 3.11.9, 0 packages), editable install → PYTHONPATH=pkgs, "
+        f"{sibling} (on its sys.path) exposed read-only"
+    )
