@@ -92,10 +92,9 @@ class PythonEnv:
     def at(cls, path: Path) -> PythonEnv | None:
         """The environment at ``path``, or None when it is not one (no ``pyvenv.cfg``)."""
         cfg = path / "pyvenv.cfg"
-        try:
-            text = cfg.read_text(encoding="utf-8", errors="replace")[:10_000]
-        except OSError:
+        if not cfg.is_file():
             return None
+        text = _read(cfg, 10_000)
         values: dict[str, str] = {}
         for line in text.splitlines():
             key, sep, value = line.partition("=")
@@ -103,7 +102,13 @@ class PythonEnv:
                 values[key.strip().lower()] = value.strip()
         version = values.get("version") or values.get("version_info", "")
         home = Path(values["home"]) if values.get("home") else None
-        sites = tuple(sorted({p for p in path.glob("lib*/python3*/site-packages") if p.is_dir()}))
+        # lib64 is usually a link to lib: each folder once.
+        real = {
+            p.resolve(): p
+            for p in sorted(path.glob("lib*/python3*/site-packages"), reverse=True)
+            if p.is_dir()
+        }
+        sites = tuple(sorted(real.values()))
         count = 0
         for site in sites:
             with contextlib.suppress(OSError):
@@ -112,7 +117,8 @@ class PythonEnv:
 
     def describe(self, label: str) -> str:
         """``.venv (Python 3.11.7, 43 packages)``."""
-        bits = [f"Python {self.version}" if self.version else "", f"{self.packages} packages"]
+        count = f"{self.packages} package{'' if self.packages == 1 else 's'}"
+        bits = [f"Python {self.version}" if self.version else "", count]
         return f"{label} ({', '.join(b for b in bits if b)})"
 
     def editable_paths(self) -> list[Path]:

@@ -61,10 +61,13 @@ def test_package_dir_and_compiled_sources(make_repo: MakeRepo) -> None:
 def test_the_repositorys_venv_is_found_and_said_in_one_line(make_repo: MakeRepo) -> None:
     repo = make_repo({"src/pkg/__init__.py": "", "tests/test_a.py": ""})
     venv = _venv(repo / ".venv")
+    for name in ("pytest-8.3.0.dist-info", "pluggy-1.5.0.dist-info"):
+        next(venv.glob("lib/python3*/site-packages")).joinpath(name).mkdir()
     found = detect_environment(repo, [], own_prefix=OWN)
     assert found.env is not None and found.env.path == venv
     assert found.toolchains[-1] == venv  # leads PATH
-    assert found.line == f"environment: .venv (Python {VERSION}, 0 packages), src layout → PYTHONPATH=src"
+    # (lib64 -> lib is not counted twice)
+    assert found.line == f"environment: .venv (Python {VERSION}, 2 packages), src layout → PYTHONPATH=src"
 
 
 def test_an_active_or_named_venv_wins_over_the_repositorys(make_repo: MakeRepo, tmp_path: Path) -> None:
