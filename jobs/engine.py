@@ -47,7 +47,6 @@ from jobs.engine_ports import (
     describe_toolchain,
     local_index,
     make_runner,
-    repo_toolchains,
     worker_toolchains,
 )
 from jobs.plan import LLMRef, PlanDefaults, RepairPlan
@@ -66,6 +65,7 @@ from jobs.sandbox_workbench import SandboxWorkbench, SystemClock
 from jobs.wiring import DEFAULT_MODEL, DEFAULT_PARALLEL, LLMConfig, default_parallel
 from jobs.wiring import llm_config as read_llm_config
 from runners.base import Runner
+from runners.toolchains import detect_environment
 
 if TYPE_CHECKING:
     from pydantic import SecretStr
@@ -200,6 +200,14 @@ def report_of(done: LoopRun, plan: RepairPlan) -> RepairReport:
     )
 
 
+def _home() -> Path | None:
+    """The user's home folder (poetry's and hatch's environments live below it), if known."""
+    try:
+        return Path.home()
+    except RuntimeError:
+        return None
+
+
 def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
     """Run ``plan``'s loop and keep its raw result (``arcs fix`` prints it, benches measure it)."""
     from jobs.repair.proposers.anthropic import AnthropicProposer
@@ -242,13 +250,18 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
             changes=plan.changes,
         )
     )
-    toolchains = (*plan.toolchains, *repo_toolchains(repo))
+    # The project's own environment (#23): its venv, editable installs and src layout.
+    project = detect_environment(repo, plan.toolchains, home=_home())
+    toolchains = project.toolchains
+    resolved = resolved.with_pythonpath(project.pythonpath)
     runner = ports.runner
     if runner is None:
         factory = ports.runner_factory or (lambda u, t, a: make_runner(config.runner, u, t, a))
         runner = factory(plan.unsafe_no_sandbox, toolchains, repo_config.setup_allow)
     toolchain = describe_toolchain(runner, toolchains, repo, image=config.runner.image)
     notify(f"toolchain: {toolchain}")
+    if getattr(runner, "name", "") != "docker":
+        notify(project.line)
     # Tier 0's first offers (#14): a formatter check's own fix, reverts of the change since green.
     proposer = change_aware(
         proposer,
@@ -258,7 +271,7 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
         runner=runner,
         memory_mb=repo_config.memory_mb or 2048,
         env=resolved.env,
-        setup=resolved.setup,
+        setup=resolved.setup_shell,
         max_runs=plan.budget.executions // 2,
     )
     reserved = autofix_reserve(proposer)  # autofix runs outside the loop's meter: keep them apart

@@ -34,6 +34,8 @@ from jobs.repair.errors import UsageError
 from runners.config import RepoConfig
 from runners.logs import FailedStep
 from runners.results import Framework, framework_of_command
+from runners.shellenv import activate_prefix, export_pythonpath, keep_pythonpath, setup_prefix
+from runners.toolchains import source_folders
 
 Source = Literal["flag", "config", "workflow", "convention"]
 Report = Literal["junit", "go-json", "text"]
@@ -80,6 +82,9 @@ class ResolvedCommand:
     env: Mapping[str, str] = field(default_factory=lambda: dict(BASE_ENV))
     note: str = ""
     """Why something was not done (e.g. "jest-junit is not installed: reading jest's text output")."""
+    pythonpath: tuple[str, ...] = ()
+    """Workspace-relative folders ARCS puts in front of ``PYTHONPATH`` (a ``src`` layout, its own
+    plugins); kept through the user's own ``PYTHONPATH=`` (:func:`runners.shellenv.keep_pythonpath`)."""
 
     @property
     def report(self) -> Report:
@@ -107,9 +112,26 @@ class ResolvedCommand:
         return (JUNIT_PATH,) if self.report == "junit" else ()
 
     @property
+    def setup_shell(self) -> str | None:
+        """The ``setup:`` step as run: in a fresh environment of its own inside the workspace
+        (:func:`runners.shellenv.setup_prefix`; ARCS's is read-only), then the user's command."""
+        if not self.setup:
+            return None
+        return setup_prefix() + self.setup
+
+    def with_pythonpath(self, folders: Sequence[str]) -> ResolvedCommand:
+        """The same command with ``folders`` (workspace-relative) also on ``PYTHONPATH``."""
+        kept = tuple(dict.fromkeys((*self.pythonpath, *folders)))
+        return self if kept == self.pythonpath else replace(self, pythonpath=kept)
+
+    @property
     def shell(self) -> str:
         """The full POSIX ``sh`` command line run in the workspace root."""
-        adapted = self._adapted()
+        prefix = activate_prefix() if self.setup else ""
+        return prefix + export_pythonpath(self.pythonpath) + self._shell_body()
+
+    def _shell_body(self) -> str:
+        adapted = keep_pythonpath(self._adapted())
         body = adapted
         if "\n" in body.strip():
             body = "set -e\n" + body  # a multi-line CI script stops at its first failure, as under bash -e
@@ -158,6 +180,7 @@ class ResolvedCommand:
             "report": self.report,
             "shell": self.shell,
             "note": self.note,
+            "pythonpath": list(self.pythonpath),
         }
 
 
@@ -551,6 +574,13 @@ def _resolved(
     env = dict(BASE_ENV)
     if framework == "jest" and junit:
         env.update(_JEST_JUNIT_ENV)
+    # A src layout's package is imported from the workspace's copy (never from an install that
+    # points at the user's checkout); only for commands that may run Python tests.
+    pythonpath: tuple[str, ...] = ()
+    if framework in (None, "pytest", "unittest"):
+        folders, _ = source_folders(root)
+        prefix = f"{workdir}/" if workdir else ""
+        pythonpath = tuple(prefix + f for f in folders)
     return ResolvedCommand(
         command=command,
         source=source,
@@ -560,6 +590,7 @@ def _resolved(
         setup=setup,
         env=env,
         note=note,
+        pythonpath=pythonpath,
     )
 
 

@@ -65,6 +65,20 @@ _NODE_BUILTINS = frozenset(
         "test",
     ]
 )
+_NO_TESTS = re.compile(
+    r"^(?:collected 0 items.*|=+ no tests ran.*|collected \d+ items? / \d+ deselected.*|"
+    r"Ran 0 tests in .*|No tests found.*|ℹ tests 0)$",
+    re.M,
+)
+"""pytest (exit 5), unittest, jest and node lines that say no test ran."""
+_NO_METADATA = re.compile(r"No package metadata was found for (?P<name>[\w.-]+)")
+_REFUSED = re.compile(r"^arcs: setup network refused (?P<what>.*?)(?: \((?P<hint>[^()]*)\))?$")
+_CAUSES = (
+    re.compile(r"^ERROR: (?!Exception:)"),
+    re.compile(r"^npm (?:ERR!|error) (?!code |A complete log|\s*$)"),
+    re.compile(r"^(?:error|Error|fatal|FATAL|E:)[:\s]"),
+)
+_NOTICE = re.compile(r"^(?:\[notice\]|note:|hint:|npm (?:notice|warn|WARN))", re.I)
 _TEST_KEY = "`test:` in .arcs.yml"
 _SETUP_KEY = "`setup:` in .arcs.yml"
 
@@ -82,6 +96,60 @@ class EnvironmentProblem:
     def line(self) -> str:
         """The one-line explanation (CLI, trace, check run)."""
         return f"{self.what}; {self.fix}"
+
+
+def _repo_module(module: str, files: Collection[str]) -> str | None:
+    """Where the repository holds ``module`` (``src/pkg``), or None when it has no such module.
+
+    Only the whole dotted name counts: ``pkg.missing`` with only ``pkg/`` present is a code bug."""
+    parts = module.split(".")
+    n = len(parts)
+    for path in files:
+        comps = path.split("/")
+        for i in range(len(comps) - n + 1):
+            if comps[i : i + n - 1] != parts[:-1]:
+                continue
+            last = comps[i + n - 1]
+            is_dir = i + n < len(comps) and last == parts[-1] and comps[-1].endswith(".py")
+            if is_dir or last in (f"{parts[-1]}.py", f"{parts[-1]}.pyi"):
+                folder = "/".join(comps[: i + n])
+                return folder if is_dir else folder.removesuffix(".pyi").removesuffix(".py") + ".py"
+    return None
+
+
+def _setup_problem(message: str, output: str) -> EnvironmentProblem:
+    """A failed ``setup:`` step: its cause, not its last line (see :func:`setup_cause`)."""
+    first = message.splitlines()[0] if message else "setup failed"
+    lines = output.splitlines() if output.strip() else message.splitlines()[1:]
+    cause, hint = setup_cause(lines)
+    what = f"the setup step {first.removeprefix('setup ')}" + (f": {cause}" if cause else "")
+    return EnvironmentProblem(what, hint or f"fix {_SETUP_KEY}", "setup")
+
+
+def setup_cause(lines: Sequence[str]) -> tuple[str, str]:
+    """(the line that says why a setup step failed, the hint that fixes it when the line has one).
+
+    A connection the setup network refused comes first (pip's errors then only repeat that it could
+    not download), with its hint in full; then the first ``ERROR:`` line (pip), ``npm ERR!`` /
+    ``npm error`` line that is not a code or a log path, or other error line; else the last line
+    that is not a notice."""
+    clean = [strip_ansi(ln).strip() for ln in lines if ln.strip()]
+    for line in clean:
+        if m := _REFUSED.match(line):
+            return _clip(f"the setup network refused {m['what']}"), m["hint"] or ""
+    for pattern in _CAUSES:
+        for line in clean:
+            if pattern.match(line):
+                return _clip(line), ""
+    rest = [ln for ln in clean if not _NOTICE.match(ln)]
+    return (_clip(rest[-1]) if rest else ""), ""
+
+
+def _clip(line: str, limit: int = 400) -> str:
+    """``line`` whole up to ``limit`` characters, else cut at a word with an ellipsis."""
+    if len(line) <= limit:
+        return line
+    return line[:limit].rsplit(" ", 1)[0] + " …"
 
 
 def _repo_modules(files: Collection[str]) -> set[str]:
@@ -127,13 +195,17 @@ def diagnose(
     text = strip_ansi(output)
     for error in run.errors:
         if error.id == "<setup>":
-            first = error.message.splitlines()[0] if error.message else "setup failed"
-            tail = [ln.strip() for ln in error.message.splitlines()[1:] if ln.strip()]
-            what = f"the setup step {first.removeprefix('setup ')}" + (f": {tail[-1][:160]}" if tail else "")
-            return EnvironmentProblem(what, f"fix {_SETUP_KEY}", "setup")
+            return _setup_problem(error.message, text)
     if run.killed_by is not None:
         return None
     ran_tests = bool(run.results)
+    only_exit = all(e.id == "<run>" for e in run.errors)
+    if not ran_tests and only_exit and (m := _NO_TESTS.search(text)):
+        return EnvironmentProblem(
+            f"the test command ran no tests ({m.group(0).strip().strip('=').strip()})",
+            f"point {_TEST_KEY} (or --test) at the tests",
+            "test",
+        )
     if not ran_tests:
         if m := _RUNNER_MODULE.search(text):
             mod = m["mod"]
@@ -163,8 +235,25 @@ def diagnose(
     # names) and then fail for its own reasons, the handled error still in the chained traceback.
     messages = [e.message for e in run.errors] + [f.message for f in run.failures if f.type in _IMPORT_ERRORS]
     for message in [*messages, *(() if ran_tests else (text,))]:
+        if m := _NO_METADATA.search(message):
+            name = m["name"]
+            return EnvironmentProblem(
+                f"the package `{name}` is not installed in the sandbox (importlib.metadata finds no "
+                "metadata for it)",
+                f"install the project with {_SETUP_KEY} (e.g. `pip install -e .`)",
+                "setup",
+            )
         for m in _PY_MISSING.finditer(message):
             mod = m["mod"]
+            where = _repo_module(mod, repo_files)
+            if where is not None:
+                return EnvironmentProblem(
+                    f"the package under test `{mod}` ({where}) cannot be imported: it is in the "
+                    "repository but not on the sandbox's import path",
+                    f"install it with {_SETUP_KEY} (e.g. `pip install -e .`) or put its folder on the "
+                    f"path in {_TEST_KEY} (e.g. `python -m pytest -o pythonpath=src`)",
+                    "setup",
+                )
             if not _is_code_bug(mod, repo, std):
                 top = mod.split(".", 1)[0]
                 return EnvironmentProblem(

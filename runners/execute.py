@@ -53,6 +53,8 @@ SKIP_DIRS = frozenset(
 MAX_LISTED_FILES = 200_000
 GO_MOD_HEAD = 64 << 10
 """How much of a ``go.mod`` the host reads: its ``module`` line comes first."""
+SETUP_TIMEOUT_S = 300.0
+"""The least time a ``setup:`` step gets (downloads and builds), whatever the tests' timeout."""
 
 
 def default_workspace(root: Path | None = None) -> WorkspaceFactory:
@@ -171,8 +173,9 @@ def _run_in_workspace(
     if resolved.setup:
         setup = runner.run(
             workspace,
-            resolved.setup,
-            timeout_s=timeout_s,
+            resolved.setup_shell or resolved.setup,
+            # A candidate's timeout is measured on the tests alone; installing takes its own time.
+            timeout_s=max(timeout_s, SETUP_TIMEOUT_S),
             memory_mb=memory_mb,
             network=setup_network,
             env=full_env,
@@ -195,7 +198,9 @@ def _run_in_workspace(
                 killed_by=setup.killed_by,
                 framework=resolved.framework,
             )
-            problem = diagnose(failed_setup, output="", command=resolved.command)
+            problem = diagnose(
+                failed_setup, output=f"{setup.stdout}\n{setup.stderr}", command=resolved.command
+            )
             return replace(failed_setup, environment=problem.line if problem else "")
     if hang_probe is not None:
         # A test that alone takes a third of the run's time budget is suspect even when the

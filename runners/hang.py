@@ -202,7 +202,9 @@ def probe_command(resolved: ResolvedCommand, probe: HangProbe) -> ResolvedComman
 
     Only a plain ``pytest`` last command qualifies (no pipes, redirections or substitutions, no
     ``cd`` in the line, pytest's ``faulthandler`` plugin not disabled): the plugin is appended as
-    ``-p arcs_hang_probe`` and found through ``PYTHONPATH``. ``node --test``: unchanged (the probe
+    ``-p arcs_hang_probe`` and found through ``PYTHONPATH``, also when the command sets its own
+    (``PYTHONPATH=src pytest``, ``env PYTHONPATH=src pytest``: :attr:`ResolvedCommand.shell` keeps
+    ARCS's folders, which :func:`shell_prefix` names in ``ARCS_PYTHONPATH``). ``node --test``: unchanged (the probe
     is preloaded through ``NODE_OPTIONS``, :mod:`runners.hang_node`). Other runners are not probed:
     they keep the configured timeout.
     """
@@ -243,8 +245,11 @@ def shell_prefix(probe: HangProbe, framework: str | None = "pytest") -> str:
         # NODE_OPTIONS takes a quoted path; the user's own options are kept after it.
         preload = f'\\"${PRIVATE_ENV}/{PROBE_DIR}/{PRELOAD}\\"'
         return f'export NODE_OPTIONS="--require={preload}${{NODE_OPTIONS:+ $NODE_OPTIONS}}" ' + common
+    # ARCS_PYTHONPATH mirrors ARCS's own folders: a user's `PYTHONPATH=src pytest` keeps them
+    # (runners.shellenv.keep_pythonpath), so `-p arcs_hang_probe` still imports.
     return (
-        f'export PYTHONPATH={folder}"${{PYTHONPATH:+:$PYTHONPATH}}" ARCS_HANG_LOG={folder}/{EVENTS} '
+        f'export PYTHONPATH={folder}"${{PYTHONPATH:+:$PYTHONPATH}}" '
+        f'ARCS_PYTHONPATH={folder}"${{ARCS_PYTHONPATH:+:$ARCS_PYTHONPATH}}" ARCS_HANG_LOG={folder}/{EVENTS} '
         f"ARCS_HANG_LIMITS={folder}/{LIMITS} " + common
     )
 

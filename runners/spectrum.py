@@ -43,6 +43,7 @@ from jobs.repair import wsfs
 from runners.base import PRIVATE_ENV
 from runners.commands import ResolvedCommand
 from runners.hang import plain_pytest
+from runners.shellenv import ARCS_PYTHONPATH
 
 TRACE_DIR = "spectrum"
 """The plugin's folder (and its output's), relative to the run's private folder."""
@@ -209,22 +210,23 @@ class LineSpectrum:
 def trace_command(resolved: ResolvedCommand) -> ResolvedCommand | None:
     """``resolved`` with the plugin loaded, or None when it cannot be traced.
 
-    Only a plain ``pytest`` last command (:func:`runners.hang.plain_pytest`) that does not set
-    ``PYTHONPATH`` itself: the folder of the plugin (in the private folder) is put in front of
-    ``PYTHONPATH``, the workspace root (which the command's ``workdir`` may be below) is passed in
-    :data:`ROOT_ENV`, and ``-p arcs_spectrum`` appended."""
+    Only a plain ``pytest`` last command (:func:`runners.hang.plain_pytest`): the folder of the
+    plugin (in the private folder) is put in front of ``PYTHONPATH`` and of ``ARCS_PYTHONPATH``
+    (which survives the command's own ``PYTHONPATH=``, :func:`runners.shellenv.keep_pythonpath`),
+    the workspace root (which the command's ``workdir`` may be below) is passed in :data:`ROOT_ENV`,
+    and ``-p arcs_spectrum`` appended."""
     if resolved.framework != "pytest" or not plain_pytest(resolved.command):
         return None
-    from runners.commands import _append_to_last, _last_segment
+    from runners.commands import _append_to_last
 
-    if "PYTHONPATH=" in _last_segment(resolved.command):
-        return None
     parts = PurePosixPath(resolved.workdir).parts if resolved.workdir else ()
     if any(p in ("..", "/") for p in parts):
         return None
     root = "$PWD" + "/.." * len(parts)
+    folder = f'"${PRIVATE_ENV}/{TRACE_DIR}"'
     prefix = (
-        f'export PYTHONPATH="${PRIVATE_ENV}/{TRACE_DIR}${{PYTHONPATH:+:$PYTHONPATH}}" {ROOT_ENV}="{root}"; '
+        f'export PYTHONPATH={folder}"${{PYTHONPATH:+:$PYTHONPATH}}" '
+        f'{ARCS_PYTHONPATH}={folder}"${{{ARCS_PYTHONPATH}:+:${ARCS_PYTHONPATH}}}" {ROOT_ENV}="{root}"; '
     )
     return replace(resolved, command=prefix + _append_to_last(resolved.command, f"-p {PLUGIN}"))
 

@@ -30,6 +30,22 @@ if TYPE_CHECKING:
     from jobs.repair.budget import Budget
 
 TIER_CHOICES = ("0", "small", "medium", "large", "auto")
+ENVIRONMENT_HELP = """\
+the repository's environment (README: "Your repository's environment"):
+  The tests run in a sandbox on a private copy of PATH. Their Python is, first found:
+  a --toolchain venv, the active venv ($VIRTUAL_ENV), the repository's .venv or venv
+  (uv, pdm), pdm's .pdm-python, poetry's or hatch's env for this folder, .tox/* or
+  .nox/*, else ARCS's own. A src layout (or pyproject's package-dir) is put on
+  PYTHONPATH; an editable install in that venv is mapped to the copy's folder, so the
+  package under test is imported from the copy, never from your checkout. Your own
+  PYTHONPATH=... / env ... / -p no:... / -o addopts= forms work as typed.
+  `setup:` in .arcs.yml (e.g. `pip install -e .`, `npm ci`) runs first, in a fresh
+  environment of its own inside the copy (.arcs/env), with registry-only network.
+  The first lines say what was used, e.g.
+    environment: .venv (Python 3.11.7, 43 packages), src layout → PYTHONPATH=src
+  A package under test that cannot be imported, a suite that runs no test and a
+  failed setup stop with the verdict `environment` (exit 4) and the real error.
+"""
 
 
 def _add_sandbox_flags(p: argparse.ArgumentParser) -> None:
@@ -58,6 +74,8 @@ def register(
         help="reproduce a failure in a local repository and repair it",
         description="Run the tests, reproduce the failure, and search for a patch that passes every "
         "quality gate within the budget. Prints the patch; --apply writes it to the work tree.",
+        epilog=ENVIRONMENT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("path", metavar="PATH", type=Path, help="the repository")
     p.add_argument("--test", metavar="CMD", help="test command (default: .arcs.yml `test:` or conventions)")

@@ -79,3 +79,47 @@ def test_a_handled_missing_module_inside_a_code_failure_is_the_codes() -> None:
     run = _run(1, results=(TestResult("tests/test_ext.py::t", "failed", failure=failed),))
     problem = diagnose(run, output=chained, command="pytest", repo_files=["markdown/core.py"])
     assert problem is not None and "`footnotes`" in problem.line
+
+
+def test_the_package_under_test_that_cannot_be_imported() -> None:
+    """In the repository but not on the import path (#23): the environment's, naming where it is."""
+    error = TestFailure("tests/test_a.py", type="ModuleNotFoundError", message="No module named 'minipkg'")
+    files = ["lib/minipkg/__init__.py", "lib/minipkg/core.py", "tests/test_a.py"]
+    problem = diagnose(_run(2, errors=(error,)), output="", command="pytest", repo_files=files)
+    assert problem is not None and problem.key == "setup"
+    assert "the package under test `minipkg` (lib/minipkg) cannot be imported" in problem.line
+    assert "pip install -e ." in problem.line
+    sub = TestFailure("tests/test_a.py", type="ModuleNotFoundError", message="No module named 'minipkg.core'")
+    problem = diagnose(_run(2, errors=(sub,)), output="", command="pytest", repo_files=files)
+    assert problem is not None and "`minipkg.core` (lib/minipkg/core.py)" in problem.line
+
+
+def test_its_missing_metadata() -> None:
+    error = TestFailure(
+        "tests/test_a.py",
+        type="importlib.metadata.PackageNotFoundError",
+        message="No package metadata was found for minipkg",
+    )
+    problem = diagnose(_run(2, errors=(error,)), output="", command="pytest", repo_files=["minipkg/a.py"])
+    assert (
+        problem is not None
+        and "`minipkg` is not installed" in problem.line
+        and "pip install -e ." in problem.line
+    )
+
+
+def test_a_suite_that_collects_no_tests() -> None:
+    out = "collected 0 items\n\n============================ no tests ran in 0.01s ============================\n"
+    exit_error = TestFailure("<run>", type="exit", message="exit code 5")
+    problem = diagnose(_run(5, errors=(exit_error,)), output=out, command="pytest")
+    assert problem is not None and problem.key == "test"
+    assert problem.line.startswith("the test command ran no tests (collected 0 items)")
+    deselected = "collected 4 items / 4 deselected / 0 selected\n"
+    problem = diagnose(_run(5, errors=(exit_error,)), output=deselected, command="pytest -k x")
+    assert problem is not None and "4 deselected" in problem.line
+    assert diagnose(_run(0), output="Ran 0 tests in 0.000s\n\nOK\n", command="python -m unittest") is not None
+    # A collection error is not "no tests": the import diagnosis (or the repair) takes it.
+    broken = TestFailure("tests/test_a.py", type="SyntaxError", message="invalid syntax")
+    assert (
+        diagnose(_run(2, errors=(broken,)), output="collected 0 items / 1 error\n", command="pytest") is None
+    )

@@ -90,7 +90,8 @@ def _pytest(command: str, framework: str = "pytest", workdir: str = "") -> Resol
         ("pip install -e . && pytest tests", "pytest", "pip install -e . && pytest tests -p arcs_spectrum"),
         ("pytest -q | tee log.txt", "pytest", None),
         ("cd sub && pytest", "pytest", None),
-        ("PYTHONPATH=src pytest", "pytest", None),
+        # The command's own PYTHONPATH keeps the plugin's folder (ResolvedCommand.shell, #23).
+        ("PYTHONPATH=src pytest", "pytest", "PYTHONPATH=src pytest -p arcs_spectrum"),
         ("python -m unittest -v", "unittest", None),
         ("go test ./...", "go", None),
     ],
@@ -101,8 +102,14 @@ def test_which_commands_are_traced(command: str, framework: str, traced: str | N
         assert got is None
         return
     assert got is not None
-    prefix = f'export PYTHONPATH="$ARCS_PRIVATE/{TRACE_DIR}${{PYTHONPATH:+:$PYTHONPATH}}" {ROOT_ENV}="$PWD"; '
+    folder = f'"$ARCS_PRIVATE/{TRACE_DIR}"'
+    prefix = (
+        f'export PYTHONPATH={folder}"${{PYTHONPATH:+:$PYTHONPATH}}" '
+        f'ARCS_PYTHONPATH={folder}"${{ARCS_PYTHONPATH:+:$ARCS_PYTHONPATH}}" {ROOT_ENV}="$PWD"; '
+    )
     assert got.command == prefix + traced
+    if "PYTHONPATH=src" in command:  # the user's own PYTHONPATH keeps the plugin's folder (#23)
+        assert 'PYTHONPATH=src"${ARCS_PYTHONPATH:+:$ARCS_PYTHONPATH}" pytest' in got.shell
 
 
 def test_a_workdir_finds_the_plugin_at_the_workspace_root() -> None:

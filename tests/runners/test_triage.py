@@ -124,7 +124,8 @@ def test_setup_failure_is_reported_not_hidden(src: Path, tmp_path: Path) -> None
     runner = FakeRunner().on("pip install", fake_execution(exit_code=1, stderr="ERROR: ResolutionImpossible"))
     cmd = ResolvedCommand(command="pytest", source="config", framework="pytest", setup="pip install -e .")
     run = run_tests(runner, src, cmd, workspace=default_workspace(tmp_path / "ws"))
-    assert runner.commands() == ["pip install -e ."]
+    # The user's setup runs last, after the workspace environment is made (#23).
+    assert len(runner.commands()) == 1 and runner.commands()[0].endswith("\npip install -e .")
     assert runner.calls[0].network is True  # setup may install dependencies; tests never get the network
     assert [e.id for e in run.errors] == ["<setup>"]
     assert "ResolutionImpossible" in run.errors[0].message
