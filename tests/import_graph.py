@@ -355,6 +355,8 @@ class Analysis:
     components: list[list[str]]  # run-time SCCs of size > 1, biggest first
     import_time_components: list[list[str]]
     violations: dict[str, list[Import]] = field(default_factory=dict)  # entry -> occurrences
+    typing_components: list[list[str]] = field(default_factory=list)
+    """SCCs of size > 1 when ``TYPE_CHECKING`` imports count as edges too (reported, not a contract yet)."""
 
     def where(self, entry: str) -> str:
         """``path:line`` of each occurrence of a baseline entry (for failure messages)."""
@@ -448,6 +450,13 @@ def analyse(root: Path = ROOT, contracts: Contracts | None = None, cache: Path |
     component_of = {m: i for i, c in enumerate(components) for m in c}
     effectful = _effectful(imports, runtime, contracts.effect_roots)
     analysis = Analysis(modules, imports, runtime, import_time, effectful, components, import_time_components)
+    typed: dict[str, set[str]] = {m: set(t) for m, t in runtime.items()}
+    for imp in imports:
+        if imp.internal and imp.scope == "type-checking":
+            typed[imp.importer].add(imp.target)
+    analysis.typing_components = sorted(
+        (c for c in strongly_connected(typed) if len(c) > 1), key=lambda c: (-len(c), c)
+    )
 
     for imp in imports:
         rules = _rules_broken(imp, contracts, effectful)

@@ -162,6 +162,21 @@ def test_type_checking_counts_for_layers_but_not_for_cycles(tmp_path: Path) -> N
     assert found == {"[layer] layers: jobs.b -> bot.settings (type-checking)"}
 
 
+def test_cycles_counting_type_checking_imports_are_reported_apart(tmp_path: Path) -> None:
+    tree = _tree(
+        tmp_path / "src",
+        {
+            "jobs/a.py": "from jobs import b\n",
+            "jobs/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from jobs.a import A\n",
+            "jobs/c.py": "from jobs import a\n",
+        },
+    )
+    analysis = analyse(tree, load_contracts(), tmp_path / "cache")
+    assert analysis.components == []  # never runs: not a cycle of the run-time graph
+    assert analysis.typing_components == [["jobs.a", "jobs.b"]]
+    assert not any(v.startswith("[cycle]") for v in analysis.violations)
+
+
 def test_function_level_imports_close_cycles_and_are_listed_apart(tmp_path: Path) -> None:
     analysis = analyse(
         _tree(

@@ -1,0 +1,3 @@
+"""Issue #25: structure numbers (modules run, controller lines, budget/trace writers, ...)."""
+
+from __future__ import annotations
