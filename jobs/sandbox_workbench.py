@@ -17,6 +17,8 @@ runner, parsed per-test results.
 - :meth:`SandboxWorkbench.spectrum` (the :class:`~jobs.repair.spectrum.Profiler` port) runs the
   base tree's diagnosis command (or only the failing tests' files) once more with line tracing
   (:mod:`runners.spectrum`), in a fresh copy, the baseline's hung test deselected.
+- :meth:`SandboxWorkbench.probe` (the :class:`~jobs.repair.behaviour.Prober` port) runs the
+  behaviour probe's script with the test command's interpreter and environment, in a fresh copy.
 
 The user's work tree is only ever read.
 """
@@ -33,6 +35,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from jobs.repair.behaviour import OUTPUT as PROBE_OUTPUT
+from jobs.repair.behaviour import SCRIPT as PROBE_SCRIPT
+from jobs.repair.behaviour import ProbeRun
 from jobs.repair.edits import AppliedEdits, apply_edits
 from jobs.repair.model import Edit, Failure, Frame
 from jobs.repair.spectrum import Spectrum, SpectrumScope
@@ -381,6 +386,45 @@ class SandboxWorkbench:
             )
             data = read_spectrum(ws)
         return to_spectrum(data, run, scope=scope)
+
+    # -- Prober ----------------------------------------------------------------------------------
+
+    def probe(self, change: AppliedEdits | None, script: str, *, timeout_s: float) -> ProbeRun:
+        """:class:`~jobs.repair.behaviour.Prober`: run ``script`` as ``python .arcs/probe/probe.py``
+        (after ``setup``) in a fresh copy of base + ``change``; its output file read back capped.
+        One sandboxed execution; never raises for trouble in the script."""
+        self.runs += 1
+        env = {**self.command.env, **self.env}
+        with ephemeral_workspace(self.repo, root=self.workspace_root) as ws:
+            if change is not None:
+                write_change(ws, change)
+            folder = ws / PROBE_SCRIPT.rsplit("/", 1)[0]
+            folder.mkdir(parents=True, exist_ok=True)
+            folder.chmod(0o777)  # the sandbox user may differ from the copy's owner
+            (ws / PROBE_SCRIPT).write_text(script, encoding="utf-8")
+            if self.command.setup:
+                setup = self.runner.run(
+                    ws,
+                    self.command.setup,
+                    timeout_s=timeout_s,
+                    memory_mb=self.memory_mb,
+                    network=True,
+                    env=env,
+                )
+                if not setup.ok:
+                    return ProbeRun(note=f"setup failed ({setup.killed_by or setup.exit_code})")
+            run = self.runner.run(
+                ws,
+                f"python {PROBE_SCRIPT}",
+                timeout_s=timeout_s,
+                memory_mb=self.memory_mb,
+                env=env,
+                collect=(PROBE_OUTPUT,),
+            )
+        output = run.artifacts.get(PROBE_OUTPUT, "")
+        tail = (run.stderr.strip().splitlines() or [""])[-1][:200]
+        note = "" if output else (run.killed_by or f"exit {run.exit_code}") + (f": {tail}" if tail else "")
+        return ProbeRun(output=output, note=note, duration_s=run.duration_s)
 
     # -- scratch ---------------------------------------------------------------------------------
 
