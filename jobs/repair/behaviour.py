@@ -135,11 +135,15 @@ def module_of(path: str, source: SourceView) -> tuple[str, str] | None:
 
 
 def _literal(node: ast.AST) -> tuple[bool, Any]:
+    """``(True, value)`` for a literal whose ``repr`` is short and reads back as itself (the script
+    embeds it: ``1e999`` would come back as ``inf``, a name)."""
     try:
         value = ast.literal_eval(node)
+        text = repr(value)
+        ok = len(text) <= MAX_REPR and ast.literal_eval(text) == value
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return False, None
-    return (len(repr(value)) <= MAX_REPR), value
+    return ok, value
 
 
 def _parametrize_rows(fn: ast.FunctionDef) -> list[dict[str, Any]]:

@@ -132,3 +132,12 @@ def test_the_sandboxed_probe_names_what_the_wrong_fix_breaks(make_repo: MakeRepo
     assert right["unchecked_changes"] == len(right["examples"]) == 3
     assert not any("'121'" in e for e in right["examples"])
     assert (repo / NUMBER).read_text() == ORDINAL  # the work tree is only read
+
+
+def test_only_literals_that_read_back_as_themselves_are_inputs() -> None:
+    text = (
+        "from m import f\n\n\ndef test_f():\n    f(1e999)\n    f('x' * 3)\n    f(2)\n    f("
+        + repr("y" * 300)
+        + ")\n"
+    )
+    assert [c[0] for c in call_inputs({"tests/test_m.py": text}, "f")] == [(2,)]
