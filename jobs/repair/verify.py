@@ -65,6 +65,7 @@ class Verifier:
             st.acc.accepted, st.acc.verification, st.acc.pre_existing = chosen, data, tuple(pre)
             return True
         new = list(data["new_failures"])
+        after = ""
         if outcome.timed_out:
             why = "timed out"
         elif verdict.failing_targets:
@@ -74,12 +75,13 @@ class Verifier:
         elif new:
             why = f"fails on {', '.join(new[:5])}" + (" ..." if len(new) > 5 else "")
         elif verdict.unproven:
-            listed = ", ".join(verdict.unproven[:5]) + (" ..." if len(verdict.unproven) > 5 else "")
-            why = (
-                f"still fails on {listed}, not proven failing at a known-good baseline"
+            n = len(verdict.unproven)
+            why = f"still fails on {', '.join(verdict.unproven[:5])}" + (" ..." if n > 5 else "")
+            after = (
+                ", not proven failing before the change: no known-good baseline (`--since` names the last "
+                "green commit)"
                 if st.base.known_good is None
-                else f"still fails on {listed}, which pass{'es' if len(verdict.unproven) == 1 else ''} "
-                f"at {st.base.known_good.source}"
+                else f", which {'does' if n == 1 else 'do'} not fail at {st.base.known_good.source}"
             )
         else:
             why = f"exited {outcome.exit_code}" + (
@@ -88,7 +90,8 @@ class Verifier:
                 else ""
             )
         data["unproven"] = list(verdict.unproven)
-        rec.gates.append(GateResult("verification", False, f"`{command}` {why} on the patched tree", data))
+        detail = f"`{command}` {why} on the patched tree{after}"
+        rec.gates.append(GateResult("verification", False, detail, data))
         rec.submittable = False
         st.acc.rejected.add(rec.id)
         return False

@@ -71,7 +71,7 @@ def test_without_a_known_good_baseline_partial_is_impossible() -> None:
     # CI named test_adult; test_label fails here too, but nothing proves it failed before the change.
     result, _ = run(ci([A]), [[FIX_A]])
     assert result.verdict != "partial" and not result.fixed and result.patch == ""  # type: ignore[attr-defined]
-    assert "not proven failing at a known-good baseline" in result.reason  # type: ignore[attr-defined]
+    assert "not proven failing before the change: no known-good baseline" in result.reason  # type: ignore[attr-defined]
     assert "best: 1 of 1 target (r1c1)" in result.reason  # type: ignore[attr-defined]
 
 

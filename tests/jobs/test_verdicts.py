@@ -100,7 +100,7 @@ def test_targets_pass_but_an_unproven_failure_remains_is_not_partial() -> None:
     result = loop.run(ci([A]), Budget(), "0")
     assert result.verdict != "partial" and not result.fixed and result.patch == ""
     assert result.pre_existing == () and B in result.reason
-    assert "not proven failing at a known-good baseline" in result.reason
+    assert "not proven failing before the change: no known-good baseline" in result.reason
     assert result.trace.verifications[-1]["exit_code"] == 1 and bench.verifications
 
 
