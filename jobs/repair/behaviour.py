@@ -7,8 +7,9 @@ check chosen here is differential: for each module-level Python function the pat
 the original and the patched function on the same inputs and compare the results.
 
 * **Inputs** come from the tests themselves (:func:`call_inputs`): the literal arguments of every
-  call of the function in the test files, with ``pytest.mark.parametrize`` rows substituted for
-  the parameters they name, plus **neighbouring values** (:func:`neighbours`: an integer, or an
+  call of the function in the test files (``assertRaises(E, f, x)`` included), with
+  ``pytest.mark.parametrize`` rows, or the items of a ``for`` loop over a literal sequence, substituted
+  for the names they bind, plus **neighbouring values** (:func:`neighbours`: an integer, or an
   integer written as a string, ±1, ±10 and +100; a float ±1), one argument varied at a time. At most
   :data:`MAX_INPUTS` calls.
 * **Runs**: one small script (:func:`probe_script`) imports the function's module and prints each
@@ -28,34 +29,34 @@ everything else ties. Measured in ``bench/verdicts`` against the original functi
 
 from __future__ import annotations
 
-import ast
 import json
-import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from indexing.languages import is_test_path
+from jobs.repair.behaviour_inputs import (
+    MAX_INPUTS,
+    MAX_REPR,
+    Call,
+    call_inputs,
+    changed_functions,
+    module_of,
+    neighbours,
+)
 from jobs.repair.edits import AppliedEdits
 from jobs.repair.ports import SourceView
 from jobs.repair.state import RunState
 from jobs.repair.trace import CandidateRecord
 from jobs.repair.workbench import Workbench
 
-MAX_INPUTS = 120
-"""Calls per probed function (tests' own inputs first, then neighbours)."""
 MAX_FUNCTIONS = 3
 MAX_TEST_FILES = 40
-MAX_REPR = 200
-"""Characters of an input's or a result's ``repr`` kept (longer inputs are skipped)."""
 CALL_TIMEOUT_S = 2
 OUTPUT = ".arcs/probe/out.json"
 """Workspace-relative file the script writes (read back, size-capped, by the adapter)."""
 SCRIPT = ".arcs/probe/probe.py"
 EXAMPLES = 3
-
-Call = tuple[tuple[Any, ...], tuple[tuple[str, Any], ...]]
-"""Positional arguments and keyword arguments (sorted) of one call, all literals."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,153 +104,6 @@ class ProbePlan:
 # --- planning (pure) -----------------------------------------------------------------------------
 
 
-def changed_functions(before: str, after: str) -> list[str]:
-    """Names of module-level functions whose source differs between ``before`` and ``after``
-    (present in both)."""
-    try:
-        old, new = ast.parse(before), ast.parse(after)
-    except (SyntaxError, ValueError):
-        return []
-    olds = {n.name: ast.dump(n) for n in old.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
-    out = []
-    for n in new.body:
-        if isinstance(n, ast.FunctionDef) and n.name in olds and ast.dump(n) != olds[n.name]:
-            out.append(n.name)
-    return out
-
-
-def module_of(path: str, source: SourceView) -> tuple[str, str] | None:
-    """``(root, dotted module)`` of a ``.py`` file: the package folders above it (each with an
-    ``__init__.py``) form the module name, the folder above them is the root."""
-    if not path.endswith(".py"):
-        return None
-    parts = path[:-3].split("/")
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    if not parts or not all(p.isidentifier() for p in parts):
-        return None
-    i = len(parts) - 1
-    while i > 0 and source.read("/".join(parts[:i]) + "/__init__.py") is not None:
-        i -= 1
-    return "/".join(parts[:i]), ".".join(parts[i:])
-
-
-def _literal(node: ast.AST) -> tuple[bool, Any]:
-    """``(True, value)`` for a literal whose ``repr`` is short and reads back as itself (the script
-    embeds it: ``1e999`` would come back as ``inf``, a name)."""
-    try:
-        value = ast.literal_eval(node)
-        text = repr(value)
-        ok = len(text) <= MAX_REPR and ast.literal_eval(text) == value
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False, None
-    return ok, value
-
-
-def _parametrize_rows(fn: ast.FunctionDef) -> list[dict[str, Any]]:
-    """``pytest.mark.parametrize`` rows of ``fn`` as name -> value (literal rows only)."""
-    rows: list[dict[str, Any]] = []
-    for dec in fn.decorator_list:
-        if not (isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute)):
-            continue
-        if dec.func.attr != "parametrize" or len(dec.args) < 2:
-            continue
-        names_node, values_node = dec.args[0], dec.args[1]
-        ok, names = _literal(names_node)
-        if not ok:
-            continue
-        if isinstance(names, str):
-            names = [n.strip() for n in names.split(",") if n.strip()]
-        if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
-            continue
-        if not isinstance(values_node, ast.List | ast.Tuple):
-            continue
-        for elt in values_node.elts:
-            if isinstance(elt, ast.Call):  # pytest.param(...)
-                elt = ast.Tuple(elts=list(elt.args), ctx=ast.Load())
-            values: list[ast.AST] = list(elt.elts) if isinstance(elt, ast.Tuple) and len(names) > 1 else [elt]
-            if len(values) != len(names):
-                continue
-            row: dict[str, Any] = {}
-            for name, node in zip(names, values, strict=True):
-                good, value = _literal(node)
-                if good:
-                    row[name] = value
-            if row:
-                rows.append(row)
-    return rows
-
-
-def _calls_in(tree: ast.AST, function: str) -> Iterator[Call]:
-    """Literal calls of ``function`` (``f(...)`` or ``mod.f(...)``) in a test module."""
-    for fn in ast.walk(tree):
-        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
-            continue
-        rows = _parametrize_rows(fn) if isinstance(fn, ast.FunctionDef) else []
-        for node in ast.walk(fn):
-            if not isinstance(node, ast.Call) or any(isinstance(a, ast.Starred) for a in node.args):
-                continue
-            f = node.func
-            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-            if name != function or any(k.arg is None for k in node.keywords):
-                continue
-            args: list[ast.AST] = [*node.args, *(k.value for k in node.keywords)]
-            params = {a.id for a in args if isinstance(a, ast.Name)}
-            for row in rows if params and rows else [{}]:
-                values: list[Any] = []
-                for a in args:
-                    if isinstance(a, ast.Name) and a.id in row:
-                        values.append(row[a.id])
-                        continue
-                    good, value = _literal(a)
-                    if not good:
-                        break
-                    values.append(value)
-                else:
-                    n = len(node.args)
-                    kwargs = tuple(sorted(zip((k.arg or "" for k in node.keywords), values[n:], strict=True)))
-                    yield tuple(values[:n]), kwargs
-
-
-def call_inputs(tests: Mapping[str, str], function: str) -> list[Call]:
-    """The distinct literal calls of ``function`` in the test files ``tests`` (path -> text)."""
-    out: dict[str, Call] = {}
-    for path in sorted(tests):
-        try:
-            tree = ast.parse(tests[path])
-        except (SyntaxError, ValueError, RecursionError):
-            continue
-        for call in _calls_in(tree, function):
-            out.setdefault(_key(call), call)
-    return list(out.values())
-
-
-def _steps(value: Any) -> list[Any]:
-    if isinstance(value, bool) or value is None:
-        return []
-    if isinstance(value, int):
-        return [value - 1, value + 1, value - 10, value + 10, value + 100]
-    if isinstance(value, float):
-        return [value - 1.0, value + 1.0]
-    if isinstance(value, str) and re.fullmatch(r"-?\d{1,12}", value):
-        return [str(v) for v in _steps(int(value))]
-    return []
-
-
-def neighbours(calls: Sequence[Call]) -> list[Call]:
-    """Calls next to ``calls``: one numeric argument (or numeric string) moved by a small step."""
-    seen = {_key(c) for c in calls}
-    out: list[Call] = []
-    for args, kwargs in calls:
-        for i, value in enumerate(args):
-            for step in _steps(value):
-                call: Call = ((*args[:i], step, *args[i + 1 :]), kwargs)
-                if _key(call) not in seen:
-                    seen.add(_key(call))
-                    out.append(call)
-    return out
-
-
 def plan_probe(applied: AppliedEdits, source: SourceView) -> ProbePlan:
     """The functions ``applied`` changes that the tests call with literal arguments."""
     plan = ProbePlan()
@@ -271,10 +125,6 @@ def plan_probe(applied: AppliedEdits, source: SourceView) -> ProbePlan:
     if not plan.targets:
         plan.note = "no changed Python function is called with literal arguments in the tests"
     return plan
-
-
-def _key(call: Call) -> str:
-    return repr(call)
 
 
 def describe(function: str, call: Call) -> str:

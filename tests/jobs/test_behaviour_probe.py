@@ -141,3 +141,30 @@ def test_only_literals_that_read_back_as_themselves_are_inputs() -> None:
         + ")\n"
     )
     assert [c[0] for c in call_inputs({"tests/test_m.py": text}, "f")] == [(2,)]
+
+
+def test_inputs_from_loops_over_literal_pairs_and_assert_raises() -> None:
+    text = (
+        "import unittest\nimport webcolors\n\n\n"
+        "class T(unittest.TestCase):\n"
+        "    def test_pairs(self):\n"
+        "        test_pairs = (('#fff', 'white'), ('#000080', 'navy'))\n"
+        "        for hex_value, name in test_pairs:\n"
+        "            assert name == webcolors.hex_to_name(hex_value)\n"
+        "        for spec in ('css2', 'css3'):\n"
+        "            webcolors.hex_to_name('#ffffff', spec=spec)\n\n"
+        "    def test_raises(self):\n"
+        "        self.assertRaises(ValueError, webcolors.hex_to_name, '#123456')\n"
+        "        self.assertRaises(ValueError, webcolors.hex_to_name, '#daa520', spec='html4')\n"
+    )
+    calls = call_inputs({"tests/test_c.py": text}, "hex_to_name")
+    assert sorted(calls) == sorted(
+        [
+            (("#fff",), ()),
+            (("#000080",), ()),
+            (("#ffffff",), (("spec", "css2"),)),
+            (("#ffffff",), (("spec", "css3"),)),
+            (("#123456",), ()),
+            (("#daa520",), (("spec", "html4"),)),
+        ]
+    )
