@@ -91,30 +91,33 @@ def summarize() -> dict[str, Any]:
             },
         }
     after = _load("after")
-    probed = [r for r in after if (r.get("truth") or {}).get("probed")]
+    probes = _load("probe")  # this tree's probe on every reported candidate (bench.verdicts.probe)
     cross: Counter[str] = Counter()
-    for r in probed:
-        record = r.get("behaviour") or (r.get("best") or {}).get("behaviour") or {}
-        flagged = int(record.get("unchecked_changes") or 0) > 0
-        wrong = int(r["truth"]["differs_from_original"]) > 0
-        cross[f"{'flagged' if flagged else 'quiet'}/{'differs' if wrong else 'same'}"] += 1
-    costs = [
-        (r.get("behaviour") or (r.get("best") or {}).get("behaviour") or {}).get("duration_s") for r in after
-    ]
-    bases = [r.get("baseline_s") for r in after]
-    ratios = [c / b for c, b in zip(costs, bases, strict=True) if c and b]
+    notes: Counter[str] = Counter()
+    ratios, costs = [], []
+    for r in probes:
+        record, t = r.get("probe") or {}, r.get("truth") or {}
+        if "unchecked_changes" not in record or not t.get("probed"):
+            notes[str(record.get("note") or t.get("note") or "no truth")] += 1
+            continue
+        flagged = int(record["unchecked_changes"]) > 0
+        wrong = int(t["differs_from_original"]) > 0
+        cross[
+            f"{'flagged' if flagged else 'quiet'}/{'differs from original' if wrong else 'same as original'}"
+        ] += 1
+        costs.append(float(record.get("duration_s") or 0.0))
+        if r.get("baseline_s"):
+            ratios.append(float(record.get("duration_s") or 0.0) / float(r["baseline_s"]))
     out["probe"] = {
-        "probed": len(probed),
+        "candidates": len(probes),
+        "probed": sum(cross.values()),
         "cross": dict(cross),
-        "notes": dict(
-            Counter(
-                (r.get("behaviour") or (r.get("best") or {}).get("behaviour") or {}).get("note", "")
-                for r in after
-                if r.get("patch") or r.get("best")
-            )
-        ),
-        "duration_s_median": round(statistics.median([c for c in costs if c]), 3) if any(costs) else None,
+        "notes": dict(notes),
+        "duration_s_median": round(statistics.median(costs), 3) if costs else None,
         "ratio_to_baseline_run_median": round(statistics.median(ratios), 2) if ratios else None,
+        "load_1m": [round(min(r["load_1m"] for r in probes), 1), round(max(r["load_1m"] for r in probes), 1)]
+        if probes
+        else None,
     }
     before_rows = {r["id"]: r for r in _load("before")}
     mutants: dict[str, dict[str, str]] = {}
@@ -166,10 +169,11 @@ def markdown(data: dict[str, Any]) -> str:
         )
     probe = data.get("probe") or {}
     lines.append(
-        f"- **behaviour probe** (after): {probe.get('probed', 0)} returned/best candidates probed against the "
-        f"original functions: {probe.get('cross')}; median cost {probe.get('duration_s_median')} s for its two "
-        f"sandboxed runs, {probe.get('ratio_to_baseline_run_median')}x the case's baseline test run; "
-        f"not probed: {probe.get('notes')}."
+        f"- **behaviour probe** (`bench.verdicts.probe`, this tree, real sandbox): {probe.get('probed', 0)} of "
+        f"{probe.get('candidates', 0)} reported candidates probed and compared with the original package: "
+        f"{probe.get('cross')}; median cost {probe.get('duration_s_median')} s for its two sandboxed runs, "
+        f"{probe.get('ratio_to_baseline_run_median')}x the case's baseline test run (1-min load "
+        f"{probe.get('load_1m')}); not probed: {probe.get('notes')}."
     )
     if "wall_ratio_median" in data:
         lines.append(f"- wall time per case, after/before (median of ratios): {data['wall_ratio_median']}.")

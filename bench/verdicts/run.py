@@ -161,9 +161,13 @@ def truth(case: dict[str, Any], rec: dict[str, Any], tmp: Path) -> None:
     patched = materialize_repo(case, tmp / "t-patched")
     if _apply(patched, patch):
         return
-    path = case["mutation"]["path"]
+    from jobs.repair.diffing import parse_patch
+
+    paths = sorted(
+        {f.path for f in parse_patch(patch) if (buggy / f.path).is_file() and (patched / f.path).is_file()}
+    )
     applied = AppliedEdits(
-        (FileChange(path, (buggy / path).read_text("utf-8"), (patched / path).read_text("utf-8")),)
+        tuple(FileChange(p, (buggy / p).read_text("utf-8"), (patched / p).read_text("utf-8")) for p in paths)
     )
     plan = plan_probe(applied, DirectorySource.of(buggy))
     if not plan.targets:
