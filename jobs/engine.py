@@ -251,7 +251,9 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
         )
     )
     # The project's own environment (#23): its venv, editable installs and src layout.
-    project = detect_environment(repo, plan.toolchains, home=_home())
+    # A clone the App repairs is the attacker's: look in no home folder, expose nothing it names.
+    trusted = plan.trigger == "cli"
+    project = detect_environment(repo, plan.toolchains, home=_home() if trusted else None, trusted=trusted)
     toolchains = project.toolchains
     resolved = resolved.with_pythonpath(project.pythonpath)
     runner = ports.runner

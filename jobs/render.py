@@ -159,8 +159,8 @@ def partial_note(result: RepairSummary) -> str:
     tests = "\n".join(f"- `{t.replace('`', '')}`" for t in shown)
     more = f"\n- … and {len(result.pre_existing) - 20} more" if len(result.pre_existing) > 20 else ""
     return (
-        "**Partial fix: CI will still fail.** The target tests pass with this change, but the test "
-        "command still fails on tests that already failed before it (not caused by this change):\n"
+        "**Partial fix: CI will still fail.** Every target test passes with this change, but the test "
+        "command still fails on tests that fail at the last green commit as well (not caused by this change):\n"
         f"{tests}{more}"
     )
 
@@ -398,7 +398,8 @@ _STATUS_TEXT: dict[str, str] = {
     "pr_opened": "✅ ARCS opened a pull request with a fix",
     "pr_updated": "✅ ARCS updated its pull request with a new fix",
     "no_fix": "❌ ARCS did not find a fix",
-    "partial": "🟡 ARCS found only a partial fix (the test command still fails on tests that failed before)",
+    "partial": "🟡 ARCS found only a partial fix (the targets pass; the test command still fails on tests that "
+    "failed at the last green commit too)",
     "environment": "⚙️ ARCS could not run the tests here",
     "skipped": "➖ ARCS skipped this",
     "error": "⚠️ ARCS failed while working on this",

@@ -17,6 +17,8 @@ runner, parsed per-test results.
 - :meth:`SandboxWorkbench.spectrum` (the :class:`~jobs.repair.spectrum.Profiler` port) runs the
   base tree's diagnosis command (or only the failing tests' files) once more with line tracing
   (:mod:`runners.spectrum`), in a fresh copy, the baseline's hung test deselected.
+- :meth:`SandboxWorkbench.probe` (the :class:`~jobs.repair.behaviour.Prober` port) runs the
+  behaviour probe's script with the test command's interpreter and environment, in a fresh copy.
 
 The user's work tree is only ever read. Every write into a copy and every read back goes through
 :mod:`jobs.repair.wsfs` (no link followed); the probes live in each run's private folder
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import stat
 import time
 from collections.abc import Mapping, Sequence
@@ -36,11 +39,15 @@ from types import TracebackType
 from typing import Any
 
 from jobs.repair import wsfs
+from jobs.repair.behaviour import OUTPUT as PROBE_OUTPUT
+from jobs.repair.behaviour import OUTPUT_CAP as PROBE_OUTPUT_CAP
+from jobs.repair.behaviour import SCRIPT as PROBE_SCRIPT
+from jobs.repair.behaviour import ProbeRun
 from jobs.repair.edits import MAX_FILE_BYTES, AppliedEdits, apply_edits
 from jobs.repair.model import Edit, Failure, Frame
 from jobs.repair.spectrum import Spectrum, SpectrumScope
 from jobs.repair.workbench import TestOutcome
-from runners.base import Runner
+from runners.base import PRIVATE_ENV, Runner
 from runners.commands import ResolvedCommand
 from runners.execute import run_in_workspace
 from runners.failfast import without_fail_fast
@@ -393,6 +400,52 @@ class SandboxWorkbench:
             )
             data = read_spectrum(private)
         return to_spectrum(data, run, scope=scope)
+
+    # -- Prober ----------------------------------------------------------------------------------
+
+    def probe(self, change: AppliedEdits | None, script: str, *, timeout_s: float) -> ProbeRun:
+        """:class:`~jobs.repair.behaviour.Prober`: run ``script`` (written into the run's private
+        folder, never into the copy: a repository could plant a link there) with the test command's
+        interpreter and environment, after ``setup``, in a fresh copy of base + ``change``; its
+        output file read back capped. One sandboxed execution; never raises for trouble in the script."""
+        self.runs += 1
+        env = {**self.command.env, **self.env}
+        with (
+            ephemeral_workspace(self.repo, root=self.workspace_root) as ws,
+            private_folder(self.workspace_root) as private,
+        ):
+            if change is not None:
+                write_change(ws, change)
+            folder = PROBE_SCRIPT.rsplit("/", 1)[0]
+            with wsfs.directory(private, folder, create=True) as fd:
+                os.fchmod(fd, 0o777)  # the sandbox user may differ from the folder's owner
+            wsfs.write_text(private, PROBE_SCRIPT, script, mode=0o644)
+            if self.command.setup:
+                setup = self.runner.run(
+                    ws,
+                    self.command.setup,
+                    timeout_s=timeout_s,
+                    memory_mb=self.memory_mb,
+                    network=True,
+                    env=env,
+                )
+                if not setup.ok:
+                    return ProbeRun(note=f"setup failed ({setup.killed_by or setup.exit_code})")
+            run = self.runner.run(
+                ws,
+                f'python "${PRIVATE_ENV}/{PROBE_SCRIPT}"',
+                timeout_s=timeout_s,
+                memory_mb=self.memory_mb,
+                env=env,
+                private=private,
+            )
+            try:
+                output = wsfs.read_text(private, PROBE_OUTPUT, limit=PROBE_OUTPUT_CAP, errors="replace")
+            except OSError:  # absent, a link, not a regular file, or too large: nothing to compare
+                output = ""
+        tail = (run.stderr.strip().splitlines() or [""])[-1][:200]
+        note = "" if output else (run.killed_by or f"exit {run.exit_code}") + (f": {tail}" if tail else "")
+        return ProbeRun(output=output, note=note, duration_s=run.duration_s)
 
     # -- scratch ---------------------------------------------------------------------------------
 

@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jobs.repair import wsfs
+
 __all__ = ["ProjectEnvironment", "PythonEnv", "detect_environment", "source_folders", "toolchain_paths"]
 
 _COMPILED = (".pyx", ".pxd", ".c", ".cpp", ".cc", ".rs", ".f90")
@@ -167,9 +169,10 @@ def _entries(folder: Path) -> list[Path]:
 
 
 def _read(path: Path, limit: int = 200_000) -> str:
+    """At most ``limit`` bytes of the regular file ``path`` ('' for anything else): never a link at
+    its last component, never a FIFO or device (a repository may commit any of them in a ``.venv``)."""
     try:
-        with path.open("rb") as handle:
-            return handle.read(limit).decode("utf-8", errors="replace")
+        return wsfs.read_text(path.parent, path.name, limit=limit, errors="replace")
     except OSError:
         return ""
 
@@ -374,9 +377,16 @@ def detect_environment(
     base_prefix: str = sys.base_prefix,
     environ: Mapping[str, str] | None = None,
     home: Path | None = None,
+    trusted: bool = True,
 ) -> ProjectEnvironment:
     """The project's environment for ``repo`` given the ``toolchains`` already chosen (see the
-    module docstring). ``own_prefix`` is ARCS's own environment (a fallback, never the project's)."""
+    module docstring). ``own_prefix`` is ARCS's own environment (a fallback, never the project's).
+
+    ``trusted`` False (a clone the App repairs: its files are the attacker's): an environment the
+    repository holds may expose nothing outside it but a real Python installation (its
+    interpreter's home), never a linked environment folder, never one ``.pdm-python`` names
+    outside the repository, and no editable path outside the repository (:func:`_untrusted_ok`).
+    """
     repo = Path(repo).absolute()
     own = Path(own_prefix).absolute()
     given = [Path(t).absolute() for t in toolchains]
@@ -390,6 +400,8 @@ def detect_environment(
     lead: list[Path] = []  # a discovered environment: leads PATH
     if chosen is None:
         for label, path in repository_environments(repo, environ=environ, home=home):
+            if not trusted and not _untrusted_ok(path, repo):
+                continue
             found = PythonEnv.at(path)
             if found is not None and (path / "bin").is_dir():
                 chosen = (_label(found.path, repo, label), found)
@@ -406,10 +418,17 @@ def detect_environment(
     if layout_note:
         notes.append(layout_note)
     env = chosen[1] if chosen else None
+    # An environment inside an untrusted repository names host paths the attacker chose.
+    guarded = not trusted and env is not None and env.path not in given
     if env is not None and env.path != own:
         if env.home is not None and env.home.parent.is_dir():
             base = env.home.parent.absolute()
-            if not base.is_relative_to("/usr") and base not in given and base != Path(base_prefix).absolute():
+            if (
+                not base.is_relative_to("/usr")
+                and base not in given
+                and base != Path(base_prefix).absolute()
+                and (not guarded or _python_installation(base))
+            ):
                 before.append(base)  # the interpreter the environment was made from
         real_repo = repo.resolve()
         for path in env.editable_paths():
@@ -419,6 +438,10 @@ def detect_environment(
                 if rel not in (".", *paths):
                     paths.append(rel)
                     why = why or "editable install"
+            elif guarded:
+                notes.append(
+                    f"{path} (outside the repository) not exposed: the repository's own environment names it"
+                )
             elif len(path.parts) > 3 and path.is_dir() and path not in given and path not in before:
                 before.append(path)
                 notes.append(f"{path} (on its sys.path) exposed read-only")
@@ -430,6 +453,27 @@ def detect_environment(
         why=why,
         notes=tuple(notes),
     )
+
+
+def _untrusted_ok(path: Path, repo: Path) -> bool:
+    """An environment of an untrusted repository: inside it, by a path with no link (a committed
+    ``.venv -> /host/folder`` would expose that folder)."""
+    try:
+        rel = path.absolute().relative_to(repo)
+    except ValueError:
+        return False
+    here = repo
+    for part in rel.parts:
+        here = here / part
+        if here.is_symlink():
+            return False
+    return True
+
+
+def _python_installation(base: Path) -> bool:
+    """``base`` looks like a Python installation (``bin/python3*`` and ``lib/python3.*``), not
+    an arbitrary host folder a repository's ``pyvenv.cfg`` ``home`` points at."""
+    return any(base.glob("bin/python3*")) and any(p.is_dir() for p in base.glob("lib/python3.*"))
 
 
 def _label(path: Path, repo: Path, kind: str) -> str:

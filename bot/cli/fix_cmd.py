@@ -4,7 +4,7 @@ Exit codes: 0 — ``fixed``: a patch passed every gate and the exact test comman
 (``fix``) / the replay reproduced the recorded patch and verdict (``replay``); 1 — no fix (the
 verdict and reason are printed) / the replay diverged (where is printed); 2 — usage or
 configuration error; 3 — ``partial``: the targets pass but the command still fails, only on tests
-that failed before the change (listed); 4 — ``environment``: the tests could not run (a missing
+proven failing at the known-good baseline (the last green commit, ``--since``; listed); 4 — ``environment``: the tests could not run (a missing
 command, test runner or dependency, a failed setup step; the line says which ``.arcs.yml`` key
 fixes it).
 
@@ -28,6 +28,7 @@ from jobs.wiring import default_jobs, llm_config
 if TYPE_CHECKING:
     from jobs.fix import FixReport
     from jobs.repair.budget import Budget
+    from jobs.repair.result import RepairResult
 
 TIER_CHOICES = ("0", "small", "medium", "large", "auto")
 ENVIRONMENT_HELP = """\
@@ -223,8 +224,31 @@ def emit_fix(report: FixReport, ctx: Context) -> int:
         return 0
     if result.verdict == "partial" and result.patch:
         summary += "\n\n" + result.patch.rstrip()
+    elif result.best.get("patch"):
+        summary += (
+            f"\n\nbest candidate {result.best.get('candidate', '')} (not a fix: not applied, never published):\n"
+            + str(result.best["patch"]).rstrip()
+        )
+    if hint := since_hint(result, str(report.repo)):
+        summary += f"\n\n{hint}"
     ctx.out.emit(data, summary)
     return exit_code_of(result.verdict)
+
+
+_NO_HINT = frozenset({"fixed", "partial", "environment", "not_reproducible", "flaky", "interrupted"})
+
+
+def since_hint(result: RepairResult, repo: str) -> str:
+    """A tier-0 search that found no fix without knowing the change since green: suggest
+    ``--since`` (reverting the change is often the fix, and it proves which failures are older)."""
+    task = result.trace.task
+    if result.verdict in _NO_HINT or task is None or task.changes is not None or "0" not in result.tiers:
+        return ""
+    return (
+        "hint: if this broke after a commit where the tests passed, run "
+        f"`arcs fix {repo} --since <that commit>`: tier 0 then tries undoing the change since it first, "
+        "and failures that are older than the change are proven so"
+    )
 
 
 def run_replay(args: argparse.Namespace, ctx: Context) -> int:
@@ -269,4 +293,5 @@ __all__ = [
     "register",
     "run_fix",
     "run_replay",
+    "since_hint",
 ]

@@ -214,7 +214,12 @@ class Candidates:
                 earlier = st.search.by_patch[cand.patch_key]
                 cand.duplicate_of = earlier.record.id
                 st.search.score(
-                    cand, earlier.outcome, earlier.score.tests_passed, False, rejected=st.acc.rejected
+                    cand,
+                    earlier.outcome,
+                    earlier.score.tests_passed,
+                    False,
+                    rejected=st.acc.rejected,
+                    targets_fixed=earlier.score.targets_fixed,
                 )
             else:
                 cand.duplicate_of = st.search.pending[cand.patch_key]
@@ -276,11 +281,14 @@ class Candidates:
         outcome = run.full or run.targets
         tests_passed = st.base.tests_passed(run, self.config.regression_select)
         submittable = run.full is not None and all(g.passed for g in cand.gates) and not run.stopped
-        scored = st.search.score(cand, outcome, tests_passed, submittable, rejected=st.acc.rejected)
+        fixed = len(st.base.fixed_targets(outcome)) if outcome is not None and st.base.targets else 0
+        scored = st.search.score(
+            cand, outcome, tests_passed, submittable, rejected=st.acc.rejected, targets_fixed=fixed
+        )
         st.search.by_patch[cand.patch_key] = scored
         for dupe in [d for d in st.search.deferred if d.duplicate_of == cand.id]:
             st.search.deferred.remove(dupe)
-            st.search.score(dupe, outcome, tests_passed, False, rejected=st.acc.rejected)
+            st.search.score(dupe, outcome, tests_passed, False, rejected=st.acc.rejected, targets_fixed=fixed)
         if outcome is not None and tests_passed > 0:
             st.search.last_diff, st.search.last_explanation = cand.diff, cand.explanation
             if st.search.best is scored.score:

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from indexing.languages import is_test_path
 from jobs.repair import roles
+from jobs.repair.behaviour import BehaviourProbe
 from jobs.repair.budget import Budget
 from jobs.repair.callees import callee_context
 from jobs.repair.candidates import Candidates
@@ -196,6 +197,7 @@ class RepairLoop:
         runs = TestRuns(self.workbench, self.config)
         self._cands = Candidates(self.workbench, self.config, self.clock, runs)
         self._verifier = Verifier(self.workbench, self.config, self.clock, runs)
+        probe = BehaviourProbe(self.workbench, timeout_s=self.config.test_timeout_s)
         reproduction = Reproduction(self.workbench, self.config, self.clock, runs, self._retrieve_for_design)
         if self._interrupted(st, "before reproduction"):
             return finish(st, self._verifier, ("interrupted", st.acc.interrupted))
@@ -210,7 +212,7 @@ class RepairLoop:
                     break
                 if st.acc.stop and st.acc.stop != "rounds":
                     break
-            return finish(st, self._verifier)
+            return finish(st, self._verifier, probe=probe)
         return finish(st, self._verifier, verdict)
 
     def _run_tier(self, st: RunState, cfg: TierConfig, guard: GuardedLLM | None) -> None:

@@ -194,7 +194,7 @@ class RepairReport:
     gates: tuple[GateRecord, ...] = ()
     verification: Verification | None = None
     pre_existing: tuple[str, ...] = ()
-    """``partial``: the tests that still fail and already failed before the change."""
+    """``partial``: the tests that still fail, each proven failing at the known-good baseline."""
     notices: tuple[str, ...] = ()
     interrupt: Interruption | None = None
     failure_class: str = ""

@@ -16,6 +16,7 @@ from typing import Any
 
 from jobs.repair import roles
 from jobs.repair.edits import EditError
+from jobs.repair.known_good import establish
 from jobs.repair.llm import LLMError
 from jobs.repair.llm_guard import GuardedLLM
 from jobs.repair.loop_config import LoopConfig
@@ -124,6 +125,8 @@ class Reproduction:
                 rep.verdict = "not_reproducible"
                 rep.reason = f"the test command passes on the base code ({baseline.summary()})"
                 return "not_reproducible", rep.reason
+            if targets and not st.base.synthesized and st.task.changes is not None:
+                targets = self._known_good(st, targets, failing)
             flaky: tuple[str, ...] = ()
             if targets and not st.base.synthesized:
                 targets, flaky = self._triage(st, targets)
@@ -158,6 +161,28 @@ class Reproduction:
             return None
         finally:
             rep.timings["total_s"] = self.clock.monotonic() - t0
+
+    def _known_good(
+        self, st: RunState, targets: tuple[str, ...], failing: tuple[str, ...]
+    ) -> tuple[str, ...]:
+        """With the change since green known: the failing tests that failed at the last green
+        commit too are proven failing there (:mod:`jobs.repair.known_good`) and are not targets."""
+        known = establish(st, self.workbench, self.runs, failing)
+        if known is None or not known.failing:
+            return targets
+        kept = tuple(t for t in targets if not known.proves(t))
+        left = len(targets) - len(kept)
+        if not kept:
+            st.trace.notices.append(
+                f"every failing test fails at {known.source} as well: they stay the targets"
+            )
+            return targets
+        if left:
+            st.trace.notices.append(
+                f"{left} failing test{'s' if left != 1 else ''} fail{'s' if left == 1 else ''} at "
+                f"{known.source} as well: not {'a target' if left == 1 else 'targets'}"
+            )
+        return kept
 
     def _triage(self, st: RunState, targets: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """Re-run the targets on the base code; a target that passes in any re-run is flaky."""

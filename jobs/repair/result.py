@@ -68,7 +68,10 @@ class RepairResult:
     command, exit_code, duration_s, passed, failed, errors, timed_out, passed_verification,
     pre_existing, new_failures}``; empty when nothing was verified."""
     pre_existing: tuple[str, ...] = ()
-    """``partial``: the tests that still fail and already failed before the change."""
+    """``partial``: the tests that still fail, each proven failing at the known-good baseline."""
+    best: Mapping[str, Any] = field(default_factory=dict)
+    """Not fixed: the best candidate ("best: k of n targets", :class:`jobs.repair.judge.
+    BestCandidate`) with its patch — for the reader only, never applied or published; {} else."""
 
     def to_json(self, *, trace_path: str = "") -> dict[str, Any]:
         """The ``arcs fix --json`` document."""
@@ -92,6 +95,7 @@ class RepairResult:
             "notices": list(self.notices),
             "verification": dict(self.verification) or None,
             "pre_existing_failures": list(self.pre_existing),
+            "best": dict(self.best) or None,
             "commands": dict(self.trace.commands) or None,
             "trace_path": trace_path,
         }

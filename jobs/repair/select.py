@@ -14,7 +14,9 @@ class CandidateScore:
     ``key`` is the candidate's :func:`~jobs.repair.diffing.patch_key`; ``submittable`` means
     every gate passed; ``diff_lines`` is the size of its (normalized) diff; ``order`` its
     position in proposal order (breaks the last ties, so selection is deterministic); ``votes``
-    is filled in by :func:`select_best` from the candidates sharing ``key``.
+    is filled in by :func:`select_best` from the candidates sharing ``key``; ``targets_fixed`` is
+    how many target tests pass with it (tier 0 ranks a candidate that fixes every target above one
+    that fixes some, whatever else they pass: :func:`best_so_far`).
     """
 
     key: str
@@ -23,6 +25,7 @@ class CandidateScore:
     diff_lines: int
     order: int
     votes: int = 1
+    targets_fixed: int = 0
 
 
 def _rank(c: CandidateScore) -> tuple[int, int, int, int]:
@@ -46,12 +49,18 @@ def select_best(candidates: Sequence[CandidateScore]) -> CandidateScore | None:
 def best_so_far(previous: CandidateScore | None, new: CandidateScore) -> CandidateScore:
     """Best-so-far tracking (seed 000, Prop. 1): ``new`` replaces ``previous`` only if strictly better.
 
-    Better means: submittable beats not submittable, then more tests passed. Ties keep the
-    earlier candidate. Hence, once a submittable candidate is held, tests passed never
-    decreases, and a candidate that failed a gate never displaces one that passed them all.
+    Better means: submittable beats not submittable, then more target tests fixed, then more tests
+    passed. Ties keep the earlier candidate. Hence, once a submittable candidate is held (it fixes
+    every target), tests passed never decreases, a candidate that failed a gate never displaces
+    one that passed them all, and one that fixes some targets never displaces one that fixes more
+    (its own count of passing tests may be larger only because the whole suite ran for the other).
     """
     if previous is None:
         return new
-    if (new.submittable, new.tests_passed) > (previous.submittable, previous.tests_passed):
+    if (new.submittable, new.targets_fixed, new.tests_passed) > (
+        previous.submittable,
+        previous.targets_fixed,
+        previous.tests_passed,
+    ):
         return new
     return previous

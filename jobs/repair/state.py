@@ -22,6 +22,8 @@ from typing import Any
 from jobs.repair.diffing import normalize_patch
 from jobs.repair.edits import AppliedEdits
 from jobs.repair.gates import regression_gate, targets_gate
+from jobs.repair.judge import KnownGood, Standing
+from jobs.repair.judge import proven_failing as proven_failing
 from jobs.repair.meter import BudgetMeter
 from jobs.repair.model import Edit, Evidence, Feedback, GateResult, Usage
 from jobs.repair.select import CandidateScore, best_so_far, select_best
@@ -77,6 +79,9 @@ class Baseline:
     """Edits every candidate carries first (the synthesized test)."""
     reference_s: float | None = None
     """Duration the later runs' timeout is derived from (None: no run completed yet)."""
+    known_good: KnownGood | None = None
+    """The known-good baseline (the last green commit's run of the failing tests): only failures
+    proven there may remain in a ``partial`` verdict. None: every failing test is a target."""
 
     def targets_gate(self, outcome: TestOutcome, targets: Sequence[str] | None = None) -> GateResult:
         """The targets gate of ``outcome`` for ``targets`` (default: all of them)."""
@@ -91,6 +96,22 @@ class Baseline:
     def fixed_targets(self, outcome: TestOutcome) -> frozenset[str]:
         """The targets that pass in ``outcome``."""
         return frozenset(t for t in self.targets if self.targets_gate(outcome, (t,)).passed)
+
+    def standing(self, scored: Scored) -> Standing | None:
+        """How ``scored`` stands against the targets (None when it never ran)."""
+        outcome = scored.outcome
+        if outcome is None or scored.record.duplicate_of or not self.targets:
+            return None
+        return Standing(
+            candidate=scored.record.id,
+            targets=len(set(self.targets)),
+            fixed=len(self.fixed_targets(outcome)),
+            new_failures=len(self.new_failures(outcome)),
+            tests_passed=scored.score.tests_passed,
+            diff_lines=scored.score.diff_lines,
+            order=scored.score.order,
+            timed_out=outcome.timed_out,
+        )
 
     def new_failures(self, outcome: TestOutcome) -> list[str]:
         """Ids failing in ``outcome`` that the baseline did not see fail."""
@@ -161,8 +182,10 @@ class SearchState:
         submittable: bool,
         *,
         rejected: set[str],
+        targets_fixed: int = 0,
     ) -> Scored:
-        """Score ``cand`` (``rejected``: ids out of the pool), record it, update the best so far."""
+        """Score ``cand`` (``rejected``: ids out of the pool; ``targets_fixed``: how many targets
+        pass with it), record it, update the best so far."""
         cand.tests_passed = tests_passed
         cand.submittable = submittable and cand.id not in rejected
         lines = normalized_size(cand.diff) if cand.diff else 0
@@ -172,6 +195,7 @@ class SearchState:
             tests_passed=tests_passed,
             diff_lines=lines,
             order=self.order,
+            targets_fixed=targets_fixed,
         )
         self.order += 1
         scored = Scored(cand, score, outcome)
@@ -303,15 +327,6 @@ def fails(outcome: TestOutcome, test_id: str) -> bool:
     if test_id in outcome.passed:
         return False
     return outcome.broken
-
-
-def proven_failing(test_id: str, before: frozenset[str]) -> bool:
-    """``test_id`` (or the test it is a parametrization/member of) failed in the baseline."""
-    if test_id in before:
-        return True
-    return any(
-        test_id.startswith(b) and test_id[len(b) :].startswith(("::", "[", "/", "#", ".")) for b in before
-    )
 
 
 def selected_by(test_id: str, select: Sequence[str]) -> bool:

@@ -368,12 +368,16 @@ class Reproduction:
     """``{path, content, rationale, verdict, checks, reproduced, failing, error, usage}``."""
     retrieval: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    known_good: dict[str, Any] | None = None
+    """The known-good baseline (:meth:`jobs.repair.judge.KnownGood.to_json`: the last green
+    commit's run of the failing tests), or None when there is none (issue #23)."""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready mapping."""
         return {
             "verdict": self.verdict,
             "reason": self.reason,
+            "known_good": _plain(self.known_good),
             "baseline": None if self.baseline is None else self.baseline.to_json(),
             "reruns": [r.to_json() for r in self.reruns],
             "targets": list(self.targets),
@@ -396,6 +400,7 @@ class Reproduction:
             designed_test=None if data.get("designed_test") is None else dict(data["designed_test"]),
             retrieval=dict(data.get("retrieval", {})),
             timings={str(k): float(v) for k, v in dict(data.get("timings", {})).items()},
+            known_good=dict(data["known_good"]) if isinstance(data.get("known_good"), Mapping) else None,
         )
 
 
@@ -418,11 +423,18 @@ class Outcome:
     verification: dict[str, Any] = field(default_factory=dict)
     """The final verification run (the exact command) behind ``fixed``/``partial``."""
     pre_existing: list[str] = field(default_factory=list)
-    """``partial``: tests that still fail and already failed before the change."""
+    """``partial``: tests that still fail, each proven failing at the known-good baseline."""
+    best: dict[str, Any] = field(default_factory=dict)
+    """Not fixed: the best candidate (:meth:`jobs.repair.judge.BestCandidate.to_json`: "best: k of
+    n targets", its patch, its behaviour probe); never applied or published. Empty otherwise."""
+    behaviour: dict[str, Any] = field(default_factory=dict)
+    """The behaviour probe of the returned candidate (:mod:`jobs.repair.behaviour`); {} when none ran."""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready mapping."""
         return {
+            "best": _plain(self.best),
+            "behaviour": _plain(self.behaviour),
             "verdict": self.verdict,
             "reason": self.reason,
             "fixed": self.fixed,
@@ -455,6 +467,8 @@ class Outcome:
             else TestOutcome.from_json(data["tests_after"]),
             verification=dict(data.get("verification") or {}),
             pre_existing=[str(t) for t in data.get("pre_existing", ())],
+            best=dict(data.get("best") or {}),
+            behaviour=dict(data.get("behaviour") or {}),
         )
 
 
@@ -697,6 +711,11 @@ def render_summary(trace: Trace, *, trace_path: str = "") -> str:
     if trace.commands.get("toolchain"):
         lines.append(f"toolchain: {trace.commands['toolchain']}")
     lines.append(f"patch:  {_patch_files(o.patch)}")
+    if o.best.get("patch"):
+        lines.append(
+            f"best:   {o.best.get('candidate', '?')}, {o.best.get('fixed', '?')} of {o.best.get('targets', '?')} "
+            f"targets: {_patch_files(str(o.best['patch']))} — not a fix: never applied or published"
+        )
     s = trace.spend
     lines.append(
         f"spend:  {s.tokens} tokens, {_money(s.usd)}, {s.executions} test runs, "
@@ -755,14 +774,25 @@ def render_markdown(trace: Trace, *, max_diff_chars: int = 20_000) -> str:
     if trace.notices:
         out.append("")
     if o.pre_existing:
+        known = str((trace.reproduction.known_good or {}).get("source") or "the known-good baseline")
         out += [
-            "The test command still fails, only on tests that already failed before this change:",
+            f"The test command still fails, only on tests that fail at {known} as well:",
             "",
             *(f"- `{t}`" for t in o.pre_existing[:30]),
             "",
         ]
     if o.patch:
         out += ["### Patch", "", _fence(o.patch[:max_diff_chars], "diff"), ""]
+    if o.best.get("patch"):
+        out += [
+            f"### Best candidate {o.best.get('candidate', '')}: not a fix",
+            "",
+            f"It makes {o.best.get('fixed', '?')} of {o.best.get('targets', '?')} target tests pass; it was "
+            "never applied or published.",
+            "",
+            _fence(str(o.best["patch"])[:max_diff_chars], "diff"),
+            "",
+        ]
     if o.gates:
         out += ["### Quality gates", "", gate_summary(o.gates), ""]
     rep = trace.reproduction

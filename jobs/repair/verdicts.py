@@ -2,14 +2,18 @@
 
 :func:`finish` turns the final :class:`~jobs.repair.state.RunState` into the
 :class:`~jobs.repair.result.RepairResult` (and the trace's outcome): an early verdict of the
-reproduction, an accepted (``fixed``/``partial``) or reverted candidate, a dead proposer, an
-interrupt, or, when the search found nothing, the reason it did not (and a salvaged ``partial``).
+reproduction, an accepted (``fixed``/``partial``, :mod:`jobs.repair.judge`) or reverted candidate,
+a dead proposer, an interrupt, or, when the search found nothing, the reason it did not and the
+best candidate ("best: k of n targets", kept in the trace and never returned as the patch).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
+from jobs.repair.behaviour import BehaviourProbe, behaviour_line
+from jobs.repair.judge import BestCandidate, best_of
 from jobs.repair.result import RepairResult, Verdict
 from jobs.repair.state import RunState, Scored
 from jobs.repair.trace import CandidateRecord
@@ -18,42 +22,32 @@ from jobs.repair.verify import Verifier
 BUDGET_DIMENSIONS = frozenset({"iterations", "tokens", "usd", "wall_s", "executions"})
 
 
-def finish(st: RunState, verifier: Verifier, early: tuple[Verdict, str] | None = None) -> RepairResult:
+def finish(
+    st: RunState,
+    verifier: Verifier,
+    early: tuple[Verdict, str] | None = None,
+    probe: BehaviourProbe | None = None,
+) -> RepairResult:
     """The result of the run ``st`` (``early``: a verdict and reason decided before the search);
-    ``verifier`` salvages a partial fix when the search accepted nothing."""
+    ``verifier`` gets a last look at unverified candidates that made every target pass when the
+    search accepted nothing. Not fixed: the best candidate is named ("best: k of n targets") and
+    kept in the trace, never returned as the patch. ``probe`` (optional) compares the returned or
+    best candidate's changed functions with the originals (:mod:`jobs.repair.behaviour`)."""
     trace = st.trace
     verdict: Verdict
     out = trace.outcome
     returned: Scored | None = None
     if early is not None:
         verdict, reason = early
-    elif st.acc.accepted is not None and st.acc.pre_existing:
-        verdict, returned = "partial", st.acc.accepted
-        reason = _partial_reason(st, returned, len(set(st.base.targets)))
-    elif st.acc.accepted is not None:
-        verdict, returned = "fixed", st.acc.accepted
-        command = st.acc.verification.get("command", "the test command")
-        reason = (
-            f"{returned.record.id} passed every gate ({returned.record.tests_passed} tests pass) "
-            f"and `{command}` exited 0 on the patched tree"
-        )
-    elif st.acc.reverted is not None:
-        verdict, returned = "reverted", st.acc.reverted
-        reason = (
-            f"the code quality checker rejected the candidates ({st.acc.quality_reason or 'rejected'}); "
-            f"reverted to the best verified candidate {returned.record.id}, which needs human review"
-        )
-    elif st.acc.proposer_dead:
-        verdict, reason = "proposer_failed", f"the proposer cannot continue: {st.acc.proposer_dead}"
-    elif st.acc.interrupted:
-        verdict, reason = "interrupted", st.acc.interrupted
     else:
-        verdict, reason = _unfixed(st)
-        salvaged = verifier.salvage(st) if verdict != "reverted" else None
-        if salvaged is not None:
-            verdict, returned = "partial", salvaged
-            fixed = len(st.base.fixed_targets(salvaged.outcome)) if salvaged.outcome is not None else 0
-            reason = _partial_reason(st, salvaged, fixed)
+        if (
+            st.acc.accepted is None
+            and st.acc.reverted is None
+            and not st.acc.proposer_dead
+            and not st.acc.interrupted
+        ):
+            verifier.salvage(st)
+        verdict, reason, returned = _settled(st)
     out.verdict, out.reason = verdict, reason
     out.verification = dict(st.acc.verification) if returned is not None else {}
     out.pre_existing = list(st.acc.pre_existing) if verdict == "partial" else []
@@ -67,6 +61,17 @@ def finish(st: RunState, verifier: Verifier, early: tuple[Verdict, str] | None =
         out.gates = list(rec.gates)
         out.tests_after = returned.outcome
         out.fixed = verdict == "fixed"
+        if probe is not None and verdict in ("fixed", "partial"):
+            out.behaviour = probe.check(st, rec)
+            if line := behaviour_line(out.behaviour):
+                out.reason = reason = f"{reason}; {line}"
+    elif early is None:
+        best = _best(st, probe)
+        if best is not None:
+            out.best = best.to_json()
+            out.reason = reason = f"{reason}; {best.standing.line()}" + (
+                f"; {line}" if (line := behaviour_line(best.behaviour)) else ""
+            )
     trace.spend = st.meter.spend()
     trace.usage = st.meter.usage
     trace.timings["total_s"] = trace.spend.wall_s
@@ -92,22 +97,69 @@ def finish(st: RunState, verifier: Verifier, early: tuple[Verdict, str] | None =
         stopped_by="" if returned is not None else st.acc.stop,
         verification=dict(out.verification),
         pre_existing=tuple(out.pre_existing),
+        best=dict(out.best),
     )
 
 
-def _partial_reason(st: RunState, returned: Scored, fixed: int) -> str:
+def _settled(st: RunState) -> tuple[Verdict, str, Scored | None]:
+    """The verdict, its reason and the returned candidate once the search is over."""
+    if st.acc.accepted is not None and st.acc.pre_existing:
+        return "partial", _partial_reason(st, st.acc.accepted), st.acc.accepted
+    if st.acc.accepted is not None:
+        returned = st.acc.accepted
+        command = st.acc.verification.get("command", "the test command")
+        return (
+            "fixed",
+            (
+                f"{returned.record.id} passed every gate ({returned.record.tests_passed} tests pass) "
+                f"and `{command}` exited 0 on the patched tree"
+            ),
+            returned,
+        )
+    if st.acc.reverted is not None:
+        return (
+            "reverted",
+            (
+                f"the code quality checker rejected the candidates ({st.acc.quality_reason or 'rejected'}); "
+                f"reverted to the best verified candidate {st.acc.reverted.record.id}, which needs human review"
+            ),
+            st.acc.reverted,
+        )
+    if st.acc.proposer_dead:
+        return "proposer_failed", f"the proposer cannot continue: {st.acc.proposer_dead}", None
+    if st.acc.interrupted:
+        return "interrupted", st.acc.interrupted, None
+    verdict, reason = _unfixed(st)
+    return verdict, reason, None
+
+
+def _best(st: RunState, probe: BehaviourProbe | None) -> BestCandidate | None:
+    """The best executed candidate that fixes at least one target (:func:`jobs.repair.judge.best_of`)."""
+    standings = {}
+    for s in st.search.scored:
+        standing = st.base.standing(s)
+        if standing is not None:
+            standings[standing.candidate] = (standing, s)
+    best = best_of(s for s, _ in standings.values())
+    if best is None:
+        return None
+    rec = standings[best.candidate][1].record
+    behaviour = probe.check(st, rec) if probe is not None else {}
+    if behaviour:
+        best = replace(best, behaviour_changes=int(behaviour.get("unchecked_changes") or 0))
+    return BestCandidate(best, patch=rec.diff, explanation=rec.explanation, behaviour=behaviour)
+
+
+def _partial_reason(st: RunState, returned: Scored) -> str:
     n = len(set(st.base.targets))
     pre = list(st.acc.pre_existing)
     command = st.acc.verification.get("command", "the test command")
     listed = ", ".join(pre[:5]) + (f" and {len(pre) - 5} more" if len(pre) > 5 else "")
-    head = (
-        f"{returned.record.id} makes the {n} target test{'s' if n != 1 else ''} pass"
-        if fixed >= n
-        else f"{returned.record.id} fixes {fixed} of {n} target tests"
-    )
+    known = st.base.known_good.source if st.base.known_good is not None else "the known-good baseline"
     return (
-        f"{head}, but `{command}` still fails (exit {st.acc.verification.get('exit_code', '?')}), only on "
-        f"{len(pre)} test{'s' if len(pre) != 1 else ''} that already failed before the change: {listed}"
+        f"{returned.record.id} makes the {n} target test{'s' if n != 1 else ''} pass, but `{command}` still "
+        f"fails (exit {st.acc.verification.get('exit_code', '?')}), only on {len(pre)} "
+        f"test{'s' if len(pre) != 1 else ''} that fail{'s' if len(pre) == 1 else ''} at {known} as well: {listed}"
     )
 
 
@@ -121,13 +173,13 @@ def _unfixed(st: RunState) -> tuple[Verdict, str]:
     if fixed_targets:
         names = sorted({g for s in fixed_targets for g in s.record.rejected_by})
         n = len(fixed_targets)
+        why = _verification_detail(fixed_targets)
         return "gates_rejected", (
             f"{n} candidate{'s' if n != 1 else ''} fixed the target tests but "
             f"{'were' if n != 1 else 'was'} rejected by: {', '.join(names) or 'the budget'}"
+            + (f" ({why})" if why else "")
         )
-    best = (
-        f"; best candidate passed {st.search.best.tests_passed} tests" if st.search.best is not None else ""
-    )
+    best = ""  # the best candidate is named by `finish` ("best: k of n targets")
     if st.acc.stop in BUDGET_DIMENSIONS:
         spent = getattr(st.meter.spend(), st.acc.stop)
         limit = getattr(st.meter.budget, st.acc.stop)
@@ -143,6 +195,15 @@ def _unfixed(st: RunState) -> tuple[Verdict, str]:
         return "no_candidates", f"no further candidates to try after {len(executed)}{best}"
     n = len(st.trace.rounds)
     return "budget_exhausted", f"no candidate passed every gate in {n} round{'s' if n != 1 else ''}{best}"
+
+
+def _verification_detail(rejected: list[Scored]) -> str:
+    """The first failed final verification's detail (without the command), '' when none."""
+    for s in rejected:
+        gate = s.record.gate("verification")
+        if gate is not None and not gate.passed and gate.detail:
+            return _short_reason(re.sub(r"^`[^`]*` ", "", gate.detail), 240)
+    return ""
 
 
 def _why_no_candidates(st: RunState) -> str:

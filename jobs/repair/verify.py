@@ -1,16 +1,21 @@
-"""Acceptance: the final verification of a selected candidate, and salvage of a partial fix.
+"""Acceptance: the final verification of a selected candidate, and a last look at the unverified.
 
 :class:`Verifier` runs the exact test command on the patched tree (a fresh copy) before any
-candidate is returned. Exit 0 accepts it (``fixed``); failing only on tests the baseline saw fail
-accepts it as ``partial``; anything else gives it a failed ``verification`` gate and takes it out
-of the pool. When no candidate passed every gate, :meth:`Verifier.salvage` looks for the best one
-that fixed some targets and broke nothing, verified the same way.
+candidate is returned, and :func:`judged` applies the README's definitions
+(:func:`jobs.repair.judge.decide`): exit 0 accepts it (``fixed``); every target passing and the
+command failing only on tests proven failing at the known-good baseline accepts it as ``partial``;
+anything else gives it a failed ``verification`` gate and takes it out of the pool. When no
+candidate was accepted, :meth:`Verifier.salvage` verifies the best one or two that made every
+target pass but were never verified (their regression run was cut short). A candidate that fixes
+only some targets is never accepted: the report names it as the best one instead.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from jobs.repair.judge import Verdict, decide, rank_key
 from jobs.repair.loop_config import LoopConfig
 from jobs.repair.model import GateResult
 from jobs.repair.ports import Clock
@@ -31,8 +36,9 @@ class Verifier:
 
     def accept(self, st: RunState, chosen: Scored) -> bool:
         """The final verification of a selected candidate: the exact command on the patched tree,
-        in a fresh copy. Exit 0 -> accepted (``fixed``). Failing only on tests the baseline saw
-        fail -> accepted as ``partial``. Anything else -> the candidate gets a failed
+        in a fresh copy, judged by :func:`jobs.repair.judge.decide`. Exit 0 -> accepted
+        (``fixed``). Every target passing and the rest failing only on tests proven failing at the
+        known-good baseline -> accepted as ``partial``. Anything else -> the candidate gets a failed
         ``verification`` gate, leaves the pool, and the search goes on."""
         rec = chosen.record
         verified = self.verify(st, rec)
@@ -40,32 +46,52 @@ class Verifier:
             return False
         outcome, data = verified
         command = str(data["command"])
-        if data["passed_verification"]:
+        verdict = judged(st, outcome, data)
+        if verdict.decision == "fixed":
             rec.gates.append(
                 GateResult("verification", True, f"`{command}` exited 0 on the patched tree", data)
             )
             st.acc.accepted, st.acc.verification = chosen, data
             return True
-        pre, new = list(data["pre_existing"]), list(data["new_failures"])
-        if pre and not new and not outcome.timed_out and not outcome.environment:
+        if verdict.decision == "partial":
+            pre = list(verdict.pre_existing)
+            known = st.base.known_good.source if st.base.known_good is not None else "the known-good baseline"
             detail = (
-                f"`{command}` still fails (exit {outcome.exit_code}), only on tests that failed before the "
-                f"change: {', '.join(pre[:5])}" + (" ..." if len(pre) > 5 else "")
+                f"`{command}` still fails (exit {outcome.exit_code}), only on tests that fail at {known} "
+                f"as well: {', '.join(pre[:5])}" + (" ..." if len(pre) > 5 else "")
             )
+            data["pre_existing"] = pre
             rec.gates.append(GateResult("verification", False, detail, data))
             st.acc.accepted, st.acc.verification, st.acc.pre_existing = chosen, data, tuple(pre)
             return True
-        if new:
-            why = f"fails on {', '.join(new[:5])}" + (" ..." if len(new) > 5 else "")
-        elif outcome.timed_out:
+        new = list(data["new_failures"])
+        after = ""
+        if outcome.timed_out:
             why = "timed out"
+        elif verdict.failing_targets:
+            why = f"fails on target {', '.join(verdict.failing_targets[:5])}" + (
+                " ..." if len(verdict.failing_targets) > 5 else ""
+            )
+        elif new:
+            why = f"fails on {', '.join(new[:5])}" + (" ..." if len(new) > 5 else "")
+        elif verdict.unproven:
+            n = len(verdict.unproven)
+            why = f"still fails on {', '.join(verdict.unproven[:5])}" + (" ..." if n > 5 else "")
+            after = (
+                ", not proven failing before the change: no known-good baseline (`--since` names the last "
+                "green commit)"
+                if st.base.known_good is None
+                else f", which {'does' if n == 1 else 'do'} not fail at {st.base.known_good.source}"
+            )
         else:
             why = f"exited {outcome.exit_code}" + (
                 f": {outcome.failures[0].message.splitlines()[0]}"
                 if outcome.failures and outcome.failures[0].message
                 else ""
             )
-        rec.gates.append(GateResult("verification", False, f"`{command}` {why} on the patched tree", data))
+        data["unproven"] = list(verdict.unproven)
+        detail = f"`{command}` {why} on the patched tree{after}"
+        rec.gates.append(GateResult("verification", False, detail, data))
         rec.submittable = False
         st.acc.rejected.add(rec.id)
         return False
@@ -114,55 +140,42 @@ class Verifier:
         return outcome, data
 
     def salvage(self, st: RunState) -> Scored | None:
-        """No candidate passed every gate: the best one that fixed some targets and broke nothing,
-        accepted as ``partial`` when its full run and the final verification fail only on tests
-        that failed before the change."""
+        """No candidate was accepted: the best (at most two) that made every target pass, failed
+        no gate and was never verified (its regression run was cut by the budget or a halt) get
+        the final verification; the first that :meth:`accept` takes is returned."""
         if not st.base.targets:
             return None
-        static = ("applies", "syntax", "policy", "size", "regressions", "verification", "quality")
-        pool: list[tuple[int, Scored]] = []
+        failed_gates = ("applies", "syntax", "policy", "size", "regressions", "verification", "quality")
+        pool = []
         for s in st.search.scored:
-            rec = s.record
-            if rec.duplicate_of or s.outcome is None or s.outcome.timed_out:
+            standing = st.base.standing(s)
+            if standing is None or not standing.all_targets or standing.timed_out or standing.new_failures:
                 continue
-            if any(not g.passed for g in rec.gates if g.gate in static):
+            if s.record.id in st.acc.rejected or s.record.gate("verification") is not None:
                 continue
-            fixed = st.base.fixed_targets(s.outcome)
-            if fixed and not st.base.new_failures(s.outcome):
-                pool.append((len(fixed), s))
-        pool.sort(
-            key=lambda item: (
-                -item[0],
-                -item[1].score.tests_passed,
-                item[1].score.diff_lines,
-                item[1].score.order,
-            )
-        )
+            if any(not g.passed for g in s.record.gates if g.gate in failed_gates):
+                continue
+            pool.append((rank_key(standing), s))
+        pool.sort(key=lambda item: item[0])
         for _, s in pool[:2]:
-            full = s.outcome if s.outcome is not None and not s.outcome.selected else None
-            if full is None:
-                if not st.meter.can_execute():
-                    return None
-                try:
-                    applied = self.workbench.preview(s.record.edits)
-                except Exception:  # it applied before; trouble now means no salvage
-                    continue
-                full = self.runs.run_many(st, [(applied, self.config.regression_select)])[0]
-            if not st.base.regression_gate(
-                full, self.config.regression_select
-            ).passed or not st.base.fixed_targets(full):
-                continue
-            verified = self.verify(st, s.record)
-            if verified is None:
-                continue
-            outcome, data = verified
-            pre, new = list(data["pre_existing"]), list(data["new_failures"])
-            if data["passed_verification"] or not pre or new or outcome.timed_out:
-                continue
-            s.outcome = full
-            st.acc.verification, st.acc.pre_existing = data, tuple(pre)
-            return s
+            if self.accept(st, s):
+                return s
         return None
 
 
-__all__ = ["Verifier"]
+def judged(st: RunState, outcome: TestOutcome, data: Mapping[str, Any]) -> Verdict:
+    """:func:`jobs.repair.judge.decide` on a final run ``outcome`` (its record ``data``): a run that
+    timed out or could not run the tests is never ``partial``."""
+    exit_ok = bool(data.get("passed_verification"))
+    if not exit_ok and (outcome.timed_out or outcome.environment):
+        return Verdict("not_fixed", failing_targets=tuple(st.base.targets))
+    return decide(
+        exit_ok=exit_ok,
+        targets=st.base.targets,
+        passing_targets=st.base.fixed_targets(outcome),
+        failing=outcome.failing,
+        known_good=st.base.known_good,
+    )
+
+
+__all__ = ["Verifier", "judged"]

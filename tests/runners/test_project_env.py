@@ -188,3 +188,58 @@ def test_what_the_venv_needs_outside_is_exposed_read_only(make_repo: MakeRepo, t
         f"environment: {venv} (Python 3.11.9, 0 packages), editable install → PYTHONPATH=pkgs, "
         f"{sibling} (on its sys.path) exposed read-only"
     )
+
+
+def _planted_venv(venv: Path, home: Path, pth: Path) -> None:
+    """A committed ``.venv`` whose ``pyvenv.cfg`` and ``.pth`` name host folders the attacker chose."""
+    site = venv / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (venv / "bin").mkdir()
+    (venv / "pyvenv.cfg").write_text(f"home = {home}/bin\nversion = 3.11.9\n", encoding="utf-8")
+    (site / "evil.pth").write_text(f"{pth}\n", encoding="utf-8")
+
+
+def test_an_untrusted_repository_environment_exposes_no_host_folder(
+    make_repo: MakeRepo, tmp_path: Path
+) -> None:
+    """From the attacker's side (#22/#23): a clone the App repairs commits a ``.venv`` whose
+    ``home`` and ``.pth`` lines name host folders; nothing of them may become a read-only mount."""
+    secrets = tmp_path / "host" / "operator" / "secrets"
+    (secrets / "bin").mkdir(parents=True)
+    (secrets / "token.txt").write_text("s3cret", encoding="utf-8")
+    repo = make_repo({"pkg/__init__.py": ""})
+    _planted_venv(repo / ".venv", secrets, secrets)
+    found = detect_environment(repo, [], own_prefix=OWN, trusted=False)
+    assert not any(p == secrets or p.is_relative_to(secrets) for p in found.toolchains), found.toolchains
+    assert "not exposed" in found.line
+    # The same repository on the user's own machine (`arcs fix`) is trusted: both are exposed.
+    mine = detect_environment(repo, [], own_prefix=OWN)
+    assert secrets in mine.toolchains
+
+
+def test_an_untrusted_linked_venv_or_pdm_path_is_not_used(make_repo: MakeRepo, tmp_path: Path) -> None:
+    host_venv = _venv(tmp_path / "host" / "tenant-venv")
+    repo = make_repo({"pkg/__init__.py": ""})
+    (repo / ".venv").symlink_to(host_venv)
+    (repo / ".pdm-python").write_text(f"{host_venv}/bin/python\n", encoding="utf-8")
+    found = detect_environment(repo, [], own_prefix=OWN, trusted=False)
+    exposed = {p.resolve() for p in found.toolchains}
+    assert host_venv.resolve() not in exposed, found.toolchains
+    assert found.env is None or found.env.path.resolve() != host_venv.resolve()
+    (repo / ".venv").unlink()  # the link gone, `.pdm-python` alone names the host folder
+    found = detect_environment(repo, [], own_prefix=OWN, trusted=False)
+    assert host_venv.resolve() not in {p.resolve() for p in found.toolchains}, found.toolchains
+    assert detect_environment(repo, [], own_prefix=OWN).env is not None  # trusted: the user's own pdm
+
+
+def test_an_untrusted_venv_may_still_name_a_real_python_installation(
+    make_repo: MakeRepo, tmp_path: Path
+) -> None:
+    python_home = tmp_path / "uv-python" / "cpython-3.11"
+    (python_home / "bin").mkdir(parents=True)
+    (python_home / "bin" / "python3.11").write_text("", encoding="utf-8")
+    (python_home / "lib" / "python3.11").mkdir(parents=True)
+    repo = make_repo({"pkg/__init__.py": ""})
+    _planted_venv(repo / ".venv", python_home, tmp_path / "elsewhere")
+    found = detect_environment(repo, [], own_prefix=OWN, trusted=False)
+    assert python_home in found.toolchains

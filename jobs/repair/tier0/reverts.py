@@ -297,6 +297,21 @@ def _reverse_hunks(
     return edits
 
 
+def undo_change(changes: ChangeSet, read: Callable[[str], str | None]) -> list[Edit] | None:
+    """Edits that turn the head tree back into the last green commit's tree (the whole change
+    ``base..head`` undone), or None when that cannot be rebuilt from the diff (it was cut short, a
+    binary file, a rename, a hunk that no longer applies)."""
+    if changes.truncated or not changes.files:
+        return None
+    edits: list[Edit] = []
+    for f in changes.files:
+        part = _reverse_hunks(f, list(f.hunks), read)
+        if part is None:
+            return None
+        edits += part
+    return edits or None
+
+
 def _proposal(edits: Sequence[Edit], explanation: str, label: str) -> Proposal:
     return Proposal(edits=tuple(edits), explanation=explanation, proposer=PROPOSER, variant=label)
 
@@ -307,4 +322,4 @@ def _changes_something(edits: Sequence[Edit]) -> bool:
     return any(e.kind != "replace" or e.old.replace("\r", "") != e.new.replace("\r", "") for e in edits)
 
 
-__all__ = ["PROPOSER", "RevertCandidate", "RevertTree", "frame_culprit", "revert_candidates"]
+__all__ = ["PROPOSER", "RevertCandidate", "RevertTree", "frame_culprit", "revert_candidates", "undo_change"]

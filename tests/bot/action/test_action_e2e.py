@@ -24,11 +24,15 @@ def _summary(environ: dict[str, str]) -> str:
     return Path(environ["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8")
 
 
-def _push_env(world: World, token: str | None, repo: str = REPO, **inputs: str) -> tuple[dict[str, str], str]:
+def _push_env(
+    world: World, token: str | None, repo: str = REPO, before: str | None = None, **inputs: str
+) -> tuple[dict[str, str], str]:
     sha = world.double.branch_sha(repo, "master")
     assert sha is not None
     payload = event("push")
     payload["after"] = sha
+    if before is not None:
+        payload["before"] = before
     payload["head_commit"]["id"] = sha
     environ = world.environ(
         event_name="push",
@@ -359,17 +363,24 @@ def test_the_cli_runs_the_action_from_the_environment(
 def test_a_partial_fix_is_published_only_when_arcs_yml_asks(world: World, asked: bool) -> None:
     repo = "Codertocat/partial"
     files = project_files()
-    # A failure the change did not cause: the command keeps failing after the fix.
+    # The last green commit (the push's `before`) had the rule right and a test that already
+    # failed there: the push breaks the rule; after the fix the command keeps failing on that test,
+    # proven failing at the known-good baseline (#23).
+    files["ages/rules.py"] = files["ages/rules.py"].replace(BUGGY, FIXED)
     files["tests/test_service.py"] = (
         "def test_needs_a_service():\n    raise ConnectionError('no service here')\n"
     )
     if asked:
         files[".arcs.yml"] = "open_pr_on_partial: true\n"
     world.double.add_repo(repo, files, default_branch="master", installation=world.installation)
-    environ, _ = _push_env(world, world.token(repo=repo), repo)
+    green = world.double.branch_sha(repo, "master")
+    broken = project_files()["ages/rules.py"]
+    world.double.commit(repo, {"ages/rules.py": broken}, branch="master", message="rules: adults are older")
+    environ, _ = _push_env(world, world.token(repo=repo), repo, before=green)
     outcome = world.run(environ)
 
     assert outcome.verdict == "partial" and not outcome.fixed and outcome.exit_code == 1, outcome
+    assert "at the last green commit" in outcome.reason
     pulls = world.double.open_pulls(repo)
     if asked:
         [pull] = pulls
@@ -378,3 +389,23 @@ def test_a_partial_fix_is_published_only_when_arcs_yml_asks(world: World, asked:
     else:
         assert pulls == [] and outcome.published is None
         assert _writes(world.double) == []
+
+
+def test_without_a_known_good_baseline_a_fix_of_some_targets_is_never_published(world: World) -> None:
+    # The same failure with no last green commit to prove the service test older than the change:
+    # every failing test is a target; fixing one of two is "best: 1 of 2 targets", not published
+    # even though .arcs.yml asks for partial fixes (#23).
+    repo = "Codertocat/partial"
+    files = project_files()
+    files["tests/test_service.py"] = (
+        "def test_needs_a_service():\n    raise ConnectionError('no service here')\n"
+    )
+    files[".arcs.yml"] = "open_pr_on_partial: true\n"
+    world.double.add_repo(repo, files, default_branch="master", installation=world.installation)
+    environ, _ = _push_env(world, world.token(repo=repo), repo)
+    outcome = world.run(environ)
+
+    assert outcome.verdict != "partial" and not outcome.fixed and outcome.exit_code == 1, outcome
+    assert "best: 1 of 2 targets" in outcome.reason
+    assert world.double.open_pulls(repo) == [] and outcome.published is None
+    assert _writes(world.double) == []
