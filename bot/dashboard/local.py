@@ -223,6 +223,10 @@ def _record(store: Store, path: Path, data: dict[str, Any], names: dict[str, str
     finished = _when(doc.created) or dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
     started = finished - dt.timedelta(seconds=max(0.0, report.spend.wall_s))
     command = str(repo_info.get("test_command") or "")
+    raw_task = data.get("task")
+    task: dict[str, Any] = raw_task if isinstance(raw_task, dict) else {}
+    # A local run repairs a failing command: `test` unless the run knew better (an issue, CI's class).
+    failure_class = str(task.get("failure_class") or ("issue" if task.get("kind") == "issue" else "test"))
     commit = str(repo_info.get("commit") or "") or None
     attempt, created = store.claim_attempt(
         f"local:{doc.id or path.name}",
@@ -251,6 +255,7 @@ def _record(store: Store, path: Path, data: dict[str, Any], names: dict[str, str
         trace_path=str(path),
         trace=report.to_json(with_files=False),
         head_sha=commit,
+        failure_class=failure_class[:32],
         started_at=started,
         finished_at=finished,
     )

@@ -32,7 +32,7 @@ def toolchains_seen(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Path, ...]]:
     """The ``toolchain_paths`` every sandbox was made with (a scripted pytest answers)."""
     import runners.factory
 
-    runner = FakeRunner().on("pytest", scripted_pytest)  # type: ignore[arg-type]
+    runner = FakeRunner().on("pytest", scripted_pytest)
     seen: list[tuple[Path, ...]] = []
 
     def make_runner(**kwargs: Any) -> FakeRunner:

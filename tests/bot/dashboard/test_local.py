@@ -50,7 +50,7 @@ def _registered(monkeypatch: pytest.MonkeyPatch) -> None:
 def scripted(monkeypatch: pytest.MonkeyPatch) -> None:
     import runners.factory
 
-    runner = FakeRunner().on("pytest", scripted_pytest)  # type: ignore[arg-type]
+    runner = FakeRunner().on("pytest", scripted_pytest)
     monkeypatch.setattr(runners.factory, "make_runner", lambda **_kwargs: runner)
 
 
