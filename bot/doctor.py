@@ -10,6 +10,12 @@ failure instead of a hang.
 Checks (:data:`CHECKS`): ``settings``, ``web``, ``database``, ``broker``, ``qdrant``, ``github``,
 ``sandbox``, ``embedder``, ``llm``. Only ``github`` uses the network beyond the configured
 services (``GET /app`` with the App's JWT), and not with ``offline``.
+
+Which checks a report runs by default depends on its use (:func:`detect_use`): the command line
+needs :data:`CLI_CHECKS`; a GitHub App deployment needs them all.
+
+Longer than 500 lines: one check per dependency with its own plain-words messages; the table,
+the runner and the report stay next to them.
 """
 
 from __future__ import annotations
