@@ -10,6 +10,12 @@ failure instead of a hang.
 Checks (:data:`CHECKS`): ``settings``, ``web``, ``database``, ``broker``, ``qdrant``, ``github``,
 ``sandbox``, ``limits``, ``embedder``, ``llm``. Only ``github`` uses the network beyond the configured
 services (``GET /app`` with the App's JWT), and not with ``offline``.
+
+Which checks a report runs by default depends on its use (:func:`detect_use`): the command line
+needs :data:`CLI_CHECKS`; a GitHub App deployment needs them all.
+
+Longer than 500 lines: one check per dependency with its own plain-words messages; the table,
+the runner and the report stay next to them.
 """
 
 from __future__ import annotations
@@ -690,6 +696,39 @@ CHECKS: Mapping[str, Check] = {
 }
 """Every check, in the order they run and print."""
 
+Use = Literal["cli", "app"]
+"""Who the report is for: the command line alone, or a GitHub App deployment."""
+
+CLI_CHECKS: tuple[str, ...] = ("settings", "qdrant", "sandbox", "embedder", "llm")
+"""What the command line needs (``arcs fix``, ``test``, ``index``, ``search``, ``replay``, ``demo``,
+``dashboard``): a writable ``ARCS_HOME``, the index store, the sandbox and the embedding model; the
+model key only warns (tier 0 works without it). ``web``, ``database``, ``broker`` and ``github``
+are the App's (``arcs dashboard`` keeps its own SQLite file under ``ARCS_HOME``)."""
+
+APP_FIELDS: tuple[str, ...] = (
+    "app_id",
+    "private_key",
+    "private_key_path",
+    "webhook_secret",
+    "client_id",
+    "public_url",
+    "broker_url",
+    "database_url",
+)
+"""Settings only a GitHub App deployment sets: any of them set means the report is for the App."""
+
+
+def detect_use(options: DoctorOptions) -> Use:
+    """``app`` when any of :data:`APP_FIELDS` is set (the environment or ``secrets.env``), else ``cli``."""
+    named = any(options.environ.get(f"ARCS_{name.upper()}") for name in APP_FIELDS)
+    return "app" if named or options.from_secrets_file & set(APP_FIELDS) else "cli"
+
+
+def checks_for(use: Use) -> list[str]:
+    """The checks a report for ``use`` runs (and its exit code counts), in :data:`CHECKS` order."""
+    return [name for name in CHECKS if use == "app" or name in CLI_CHECKS]
+
+
 _EXTRA_TIME_S: Mapping[str, float] = {"sandbox": 60.0, "embedder": 300.0}
 """Checks that run a process or load a model get this long on top of the network timeout."""
 
@@ -764,13 +803,27 @@ def counts(results: Sequence[CheckResult]) -> dict[str, int]:
     return {status: sum(1 for r in results if r.status == status) for status in ("ok", "warn", "fail")}
 
 
-def report(results: Sequence[CheckResult]) -> dict[str, Any]:
-    """The ``--json`` document."""
-    return {
+def report(results: Sequence[CheckResult], use: Use | None = None) -> dict[str, Any]:
+    """The ``--json`` document (``for``: who the report is for, when the checks were chosen by it)."""
+    doc: dict[str, Any] = {
         "checks": [result.as_dict() for result in results],
         "counts": counts(results),
         "exit_code": exit_code(results),
     }
+    if use is not None:
+        doc["for"] = use
+    return doc
+
+
+def use_line(use: Use) -> str:
+    """The report's last line when the checks were chosen by :func:`detect_use`."""
+    if use == "app":
+        return "checked for the GitHub App (an App setting is set; `--for cli` checks the command line only)"
+    skipped = ", ".join(name for name in CHECKS if name not in CLI_CHECKS)
+    return (
+        f"checked for the command line (no GitHub App setting is set); {skipped} are the App's: "
+        "`arcs doctor --for app`"
+    )
 
 
 def render_text(results: Sequence[CheckResult]) -> str:

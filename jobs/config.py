@@ -3,9 +3,10 @@
 :func:`parse` reads the whole file the App's way: every key is validated and an unknown key is an
 error with a did-you-mean (a typo must not silently turn a setting off). :func:`parse_repo_config`
 reads only the runner keys (``test``, ``setup``, ``timeout_s``, ``memory_mb``, ``setup_network``)
-and keeps the rest in :attr:`runners.config.RepoConfig.extra`: the CLI on a local folder uses it, so
-a newer config does not break an older ``arcs test``. Runners never read the file; they get a
-:class:`runners.config.RepoConfig` (plain values) from here::
+and keeps the rest in :attr:`runners.config.RepoConfig.extra`; :func:`load_local` validates a local
+folder's whole file the App's way (``arcs fix``, ``arcs test``: an invalid file stops them before
+anything runs). The plain top-level keys are one table, :data:`KEYS`. Runners never read the file;
+they get a :class:`runners.config.RepoConfig` (plain values) from here::
 
     triggers:                 # which events start a repair (all on by default)
       ci: true                #   a failed workflow run
@@ -36,12 +37,15 @@ a newer config does not break an older ``arcs test``. Runners never read the fil
 
 Errors name the key: ``.arcs.yml: budget.usd: expected a number, got 'lots'``
 (:class:`ArcsConfigError`, a :class:`~jobs.repair.errors.ConfigError`).
+
+Longer than 500 lines on purpose: the one schema, its readers and its table stay together.
 """
 
 from __future__ import annotations
 
 import difflib
 import fnmatch
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -60,6 +64,7 @@ __all__ = [
     "BUDGET_KEYS",
     "CONFIG_NAMES",
     "DEFAULT_DENIED",
+    "KEYS",
     "ON_NO_FIX",
     "PATHS_KEYS",
     "RUNNER_KEYS",
@@ -68,12 +73,14 @@ __all__ = [
     "ArcsConfig",
     "ArcsConfigError",
     "BudgetConfig",
+    "Key",
     "OnNoFix",
     "PathsConfig",
     "RepoConfig",
     "Triggers",
     "from_repo_config",
     "load",
+    "load_local",
     "load_repo_config",
     "parse",
     "parse_repo_config",
@@ -117,8 +124,8 @@ def _positive(path: Path, key: str, value: object, *, integer: bool) -> float | 
     ):
         kind = "a positive integer" if integer else "a positive number"
         raise ConfigError(f"{_where(path, key)} must be {kind}, got {value!r}")
-    if value <= 0:
-        raise ConfigError(f"{_where(path, key)} must be positive, got {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"{_where(path, key)} must be a finite positive number, got {value!r}")
     return float(value)
 
 
@@ -365,8 +372,8 @@ def _number(name: str, key: str, value: object) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _fail(name, key, f"expected a number, got {_show(value)}")
-    if value <= 0:
-        raise _fail(name, key, f"expected a positive number, got {value}")
+    if not math.isfinite(value) or value <= 0:
+        raise _fail(name, key, f"expected a finite positive number, got {value}")
     return float(value)
 
 
@@ -391,15 +398,58 @@ def _strings(name: str, key: str, value: object, default: tuple[str, ...]) -> tu
 def _choice(name: str, key: str, value: object, allowed: Sequence[str], default: str) -> str:
     if value is None:
         return default
-    wanted = value.strip().lower() if isinstance(value, str) else None
+    # `tier: 0` is YAML's integer 0; a bool is never a choice (`tier: yes`).
+    wanted = (
+        str(value).strip().lower() if isinstance(value, str | int) and not isinstance(value, bool) else None
+    )
     if wanted is None or wanted not in allowed:
         raise _fail(name, key, f"expected one of {', '.join(allowed)}, got {_show(value)}")
     return wanted
 
 
-def _on_no_fix(name: str, value: object) -> OnNoFix:
-    chosen = _choice(name, "on_no_fix", value, ON_NO_FIX, "report")
-    return "revert" if chosen == "revert" else "report"
+KeyKind = Literal["bool", "count", "text", "strings", "choice"]
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    """One plain top-level ``.arcs.yml`` key: its name, kind, default and allowed values.
+
+    :data:`KEYS` is the table :func:`parse` reads these keys by (the nested ``triggers``,
+    ``budget``, ``paths`` and the runner keys have their own readers); a schema of the file
+    (pydantic, JSON schema) can be generated from it.
+    """
+
+    name: str
+    kind: KeyKind
+    default: Any
+    choices: tuple[str, ...] = ()
+
+    def read(self, file: str, value: object) -> Any:
+        """``value`` validated (the default when None); :class:`ArcsConfigError` names the key."""
+        if self.kind == "bool":
+            return _bool(file, self.name, value, bool(self.default))
+        if self.kind == "count":
+            return _int(file, self.name, value, int(self.default))
+        if self.kind == "text":
+            return _text(file, self.name, value, str(self.default))
+        if self.kind == "strings":
+            return _strings(file, self.name, value, tuple(self.default))
+        return _choice(file, self.name, value, self.choices, str(self.default))
+
+
+KEYS: tuple[Key, ...] = (
+    Key("label", "text", "arcs"),
+    Key("branches", "strings", ("*",)),
+    Key("tier", "choice", "auto", TIER_REQUESTS),
+    Key("max_prs_per_day", "count", 5),
+    Key("max_open_prs", "count", 3),
+    Key("draft", "bool", True),
+    Key("pr_labels", "strings", ("arcs",)),
+    Key("notify_unrepairable", "bool", False),
+    Key("open_pr_on_partial", "bool", False),
+    Key("on_no_fix", "choice", "report", ON_NO_FIX),
+)
+"""The plain top-level keys, read the same way by the App, the Action and the CLI."""
 
 
 def _patterns(name: str, key: str, value: object, default: tuple[str, ...]) -> tuple[str, ...]:
@@ -460,35 +510,18 @@ def parse(text: str, *, path: str = ".arcs.yml") -> ArcsConfig:
 
     paths = _paths(name, data)
 
-    tier_value = data.get("tier")
-    tier: TierRequest = "auto"
-    if tier_value is not None:
-        wanted = str(tier_value).strip().lower() if isinstance(tier_value, str | int) else None
-        match = next((t for t in TIER_REQUESTS if t == wanted), None)
-        if isinstance(tier_value, bool) or match is None:
-            raise _fail(name, "tier", f"expected one of {', '.join(TIER_REQUESTS)}, got {_show(tier_value)}")
-        tier = match
-
+    plain = {key.name: key.read(name, data.get(key.name)) for key in KEYS}
     return ArcsConfig(
         triggers=triggers,
-        label=_text(name, "label", data.get("label"), "arcs"),
-        branches=_strings(name, "branches", data.get("branches"), ("*",)),
         setup=runner.setup,
         test=runner.test,
         timeout_s=runner.timeout_s,
         memory_mb=runner.memory_mb,
         setup_allow=runner.setup_allow,
-        tier=tier,
         budget=budget,
-        max_prs_per_day=_int(name, "max_prs_per_day", data.get("max_prs_per_day"), 5),
-        max_open_prs=_int(name, "max_open_prs", data.get("max_open_prs"), 3),
-        draft=_bool(name, "draft", data.get("draft"), True),
-        pr_labels=_strings(name, "pr_labels", data.get("pr_labels"), ("arcs",)),
         paths=paths,
-        notify_unrepairable=_bool(name, "notify_unrepairable", data.get("notify_unrepairable"), False),
-        open_pr_on_partial=_bool(name, "open_pr_on_partial", data.get("open_pr_on_partial"), False),
-        on_no_fix=_on_no_fix(name, data.get("on_no_fix")),
         path=path,
+        **plain,
     )
 
 
@@ -515,3 +548,15 @@ def from_repo_config(config: RepoConfig) -> ArcsConfig:
     path = config.path.name if config.path is not None else ".arcs.yml"
     parsed = parse(yaml.safe_dump(data), path=path)
     return parsed if config.path is not None or data else ArcsConfig()
+
+
+def load_local(repo: Path) -> ArcsConfig:
+    """The whole ``.arcs.yml`` of a local folder, validated as the App validates it (``arcs fix``,
+    ``arcs test``): an unknown key or a bad value is an :class:`ArcsConfigError` naming it, before
+    anything runs. Defaults when the folder has none.
+
+    The file is read by :func:`load_repo_config` (the runner keys checked there), the rest by
+    :func:`parse` through :func:`from_repo_config`.
+    """
+    runner = load_repo_config(repo)
+    return replace(from_repo_config(runner), setup_allow=runner.setup_allow)

@@ -333,6 +333,7 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
             "test_command": resolved.command,
             "framework": resolved.framework or "",
             "runner": getattr(runner, "name", ""),
+            "toolchains": [str(path) for path in toolchains],  # `arcs replay` uses the same (#23)
         }
         trace.llm_calls = [r.to_json() for r in recording.records] if recording is not None else []
         # The culprit (bisected on the failing targets) and the revert fallback, in the same

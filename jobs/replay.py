@@ -48,6 +48,8 @@ class ReplayReport:
     recorded: Trace
     replayed: Trace | None
     divergence: Divergence | None
+    hint: str = ""
+    """What to do about the divergence, when ARCS knows (e.g. the commit to check out)."""
 
     @property
     def reproduced(self) -> bool:
@@ -100,9 +102,11 @@ def replay(
     # The failing tests' call path is the recorded one: the tests are not traced again.
     spectrum = RecordedSpectrum.of(recorded.spectrum)
     config = LoopConfig.from_json(recorded.config)
-    runner = runner or make_runner(
-        RunnerConfig.of(settings), unsafe_no_sandbox, toolchain_paths, base_config.setup_allow
-    )
+    if runner is None:
+        toolchains = replay_toolchains(recorded, base, toolchain_paths, notify)
+        runner = make_runner(
+            RunnerConfig.of(settings), unsafe_no_sandbox, toolchains, base_config.setup_allow
+        )
     # Tier 0's first offers (#14) when the run knew the change since green or checked a formatter.
     proposer = change_aware(
         proposer,
@@ -127,7 +131,8 @@ def replay(
             workbench = stack.enter_context(SandboxWorkbench(copy, resolved, runner))
             digest = workbench.source().digest()
         if want and digest != want:
-            return ReplayReport(recorded, None, Divergence("source", "tree digest", want[:16], digest[:16]))
+            elsewhere, hint = source_divergence(recorded, base, want, digest)
+            return ReplayReport(recorded, None, elsewhere, hint)
         loop = RepairLoop(
             retriever,
             proposer,
@@ -162,6 +167,56 @@ def replay(
     if divergence is None and spectrum.entry is not None and not spectrum.served:
         divergence = Divergence("spectrum", "served", "recorded", "never asked for")
     return ReplayReport(recorded, replayed, divergence)
+
+
+def replay_toolchains(
+    recorded: Trace, base: Path, given: tuple[Path, ...], notify: Progress
+) -> tuple[Path, ...]:
+    """The toolchains of the replay: ``given`` (``--toolchain``, the active venv) and the ones the
+    recorded run used (``repo["toolchains"]``; a trace from before they were recorded: the
+    repository's own ``.venv``, as the engine adds it). A recorded folder that is gone is said."""
+    from jobs.engine_ports import repo_toolchains
+
+    saved = recorded.repo.get("toolchains")
+    wanted = [Path(str(p)) for p in saved] if isinstance(saved, list) else list(repo_toolchains(base))
+    out = list(given)
+    for path in wanted:
+        if path in out:
+            continue
+        if not path.is_dir():
+            notify(
+                f"note: the recorded toolchain {path} is not here; the replay may diverge (--toolchain DIR)"
+            )
+            continue
+        out.append(path)
+    return tuple(out)
+
+
+def source_divergence(recorded: Trace, base: Path, want: str, digest: str) -> tuple[Divergence, str]:
+    """The divergence of a base tree that is not the recorded one, and the commit to check out."""
+    from indexing.gitutil import GitError, head_commit
+
+    commit = str(recorded.repo.get("commit") or "")
+    try:
+        head = head_commit(base)
+    except (GitError, UsageError):
+        head = ""
+    if commit and head != commit:
+        return (
+            Divergence("source", "commit", commit, head or "no commit"),
+            f"the trace was recorded at commit {commit}; check it out and replay again: "
+            f"git -C {base} checkout {commit}",
+        )
+    if commit:
+        return (
+            Divergence("source", "work tree", f"commit {commit} as committed", "uncommitted changes"),
+            f"{base} has changes since the recorded commit {commit}; replay on a clean checkout of it: "
+            f"git -C {base} stash (or git worktree add DIR {commit}, then --repo DIR)",
+        )
+    return (
+        Divergence("source", "tree digest", want[:16], digest[:16]),
+        "the trace records no commit (the folder was not a git repository); restore the files it ran on",
+    )
 
 
 class RecordedInterrupt:
@@ -227,4 +282,11 @@ def _jsonl(record: object) -> str:
     return json.dumps(record, sort_keys=True) + "\n"
 
 
-__all__ = ["RecordedInterrupt", "ReplayReport", "loop_budget_of", "replay"]
+__all__ = [
+    "RecordedInterrupt",
+    "ReplayReport",
+    "loop_budget_of",
+    "replay",
+    "replay_toolchains",
+    "source_divergence",
+]

@@ -114,7 +114,10 @@ class FailureReport:
 
 # --------------------------------------------------------------------------- log structure
 
-_TIMESTAMP = re.compile(r"^\ufeff?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ?")
+_STAMP = r"\ufeff?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d"
+# GitHub writes `2024-03-06T14:00:00.0137007Z `; exports and other runners drop the fraction, the
+# zone or the `T` (`2024-03-06T14:00:00 `, `…+00:00 `, `2024-03-06 14:00:00 `): all are prefixes.
+_TIMESTAMP = re.compile(rf"^{_STAMP}(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? ?")
 _STEP_START = re.compile(r"^##\[group\]Run (?P<title>.+)$")
 _POST_START = re.compile(r"^(Post job cleanup\.|Cleaning up orphan processes)$")
 _EXIT = re.compile(r"^##\[error\]Process completed with exit code (?P<code>-?\d+)\.?$")
@@ -122,7 +125,7 @@ _ERROR_ANNOTATION = re.compile(r"^##\[error\](?P<msg>.*)$")
 _JOB_NAME = re.compile(r"^Complete job name: (?P<name>.+)$")
 
 
-_GH_CLI_PREFIX = re.compile(r"^[^\t\n]+\t[^\t\n]+\t(?=\ufeff?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)")
+_GH_CLI_PREFIX = re.compile(rf"^[^\t\n]+\t[^\t\n]+\t(?={_STAMP})")
 
 
 def clean_log(text: str) -> list[str]:

@@ -59,6 +59,7 @@ def run_action_cmd(args: argparse.Namespace, ctx: Context) -> int:
             environ[name] = str(value)
     env = read_action_env(environ)
     outcome = run_action(ctx.settings, env, ActionDeps(progress=ctx.out.info))
+    _keep_trace(outcome.trace_path, ctx)
     data = {
         **step_outputs(outcome),
         "fixed": outcome.fixed,
@@ -78,6 +79,17 @@ def run_action_cmd(args: argparse.Namespace, ctx: Context) -> int:
             line += f" {published['url']}"
     ctx.out.emit(data, line)
     return outcome.exit_code
+
+
+def _keep_trace(trace_path: str, ctx: Context) -> None:
+    """A copy of the run's trace under ``$ARCS_HOME/traces``, where ``arcs dashboard`` finds it
+    (the trace itself stays in ``RUNNER_TEMP`` for the workflow's artifact)."""
+    from bot.dashboard.local import copy_action_trace
+
+    try:
+        copy_action_trace(trace_path, ctx.settings.traces_dir)
+    except OSError as exc:
+        ctx.out.info(f"note: the trace was not copied to {ctx.settings.traces_dir} ({exc.strerror or exc})")
 
 
 __all__ = ["register", "run_action_cmd"]

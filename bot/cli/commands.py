@@ -5,7 +5,17 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from bot.cli import action_cmd, demo_cmd, doctor_cmd, fix_cmd, index_cmd, serve_cmd, test_cmd, worker_cmd
+from bot.cli import (
+    action_cmd,
+    dashboard_cmd,
+    demo_cmd,
+    doctor_cmd,
+    fix_cmd,
+    index_cmd,
+    serve_cmd,
+    test_cmd,
+    worker_cmd,
+)
 
 Register = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]", argparse.ArgumentParser], None]
 
@@ -18,4 +28,5 @@ REGISTRY: list[Register] = [
     demo_cmd.register,
     doctor_cmd.register,
     action_cmd.register,
+    dashboard_cmd.register,
 ]

@@ -2,6 +2,11 @@
 
 Exit 0 when every check is ok or a warning, 1 when any check failed (a container health check or a
 deploy script can rely on it), 2 for bad usage or a setting that does not even load.
+
+Which checks run: ``--only``'s, else those of the use (``--for``, else :func:`bot.doctor.detect_use`):
+the command line needs a writable ``ARCS_HOME``, the index store, the sandbox and the embedding
+model (:data:`bot.doctor.CLI_CHECKS`), so someone who only runs ``arcs fix`` gets exit 0 without
+a GitHub App; once an App setting is set, every check runs.
 """
 
 from __future__ import annotations
@@ -10,7 +15,18 @@ import argparse
 import os
 
 from bot.cli.context import Context
-from bot.doctor import CHECKS, DoctorOptions, exit_code, parse_only, render_text, report, run_checks
+from bot.doctor import (
+    CHECKS,
+    DoctorOptions,
+    checks_for,
+    detect_use,
+    exit_code,
+    parse_only,
+    render_text,
+    report,
+    run_checks,
+    use_line,
+)
 from bot.errors import ArcsError, UsageError
 from bot.settings import Settings
 
@@ -35,10 +51,17 @@ def register(
         "--only",
         default="",
         metavar="CHECKS",
-        help=f"comma-separated checks to run (default: all): {','.join(CHECKS)}",
+        help=f"comma-separated checks to run (default: those --for names): {','.join(CHECKS)}",
     )
     p.add_argument(
         "--timeout", type=float, default=10.0, help="seconds a network check may take (default: 10)"
+    )
+    p.add_argument(
+        "--for",
+        dest="use",
+        choices=("cli", "app"),
+        help="cli: what the command line needs (settings, qdrant, sandbox, embedder, llm); app: every check "
+        "(default: app when an App setting such as ARCS_APP_ID or ARCS_DATABASE_URL is set, else cli)",
     )
     p.set_defaults(handler=run)
 
@@ -73,6 +96,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         from_secrets_file=secrets_file_fields(ctx.settings, settings),
         secrets_file_error=secrets_error,
     )
+    use = None if args.only.strip() else (args.use or detect_use(options))
+    if use is not None:
+        only = checks_for(use)
     results = run_checks(settings, options, only=only)
-    ctx.out.emit(report(results), lambda: render_text(results))
+    tail = f"{use_line(use)}\n" if use is not None else ""
+    ctx.out.emit(report(results, use), lambda: render_text(results) + tail)
     return exit_code(results)

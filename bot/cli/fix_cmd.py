@@ -84,9 +84,9 @@ def register(
     p.add_argument(
         "--tier",
         choices=TIER_CHOICES,
-        default="auto",
-        help="0 (templates, no LLM), small, medium, large, or auto (default: escalate small -> large; "
-        "tier 0 without ANTHROPIC_API_KEY)",
+        default=None,
+        help="0 (templates, no LLM), small, medium, large, or auto (default: .arcs.yml `tier:`, else auto: "
+        "escalate small -> large; tier 0 without ANTHROPIC_API_KEY)",
     )
     p.add_argument("--budget-iterations", type=int, metavar="N", help="rounds at most (default 5)")
     p.add_argument("--budget-usd", type=float, metavar="X", help="LLM spend at most, in USD (default 2.0)")
@@ -128,7 +128,9 @@ def register(
     r.set_defaults(handler=run_replay)
 
 
-def _budget(args: argparse.Namespace) -> Budget:
+def _budget(args: argparse.Namespace, base: Budget | None = None) -> Budget:
+    """The flags' budget over ``base`` (``.arcs.yml`` ``budget:``; None: ARCS' defaults)."""
+    from bot.cli.inputs import finite
     from jobs.repair.budget import Budget
 
     changes: dict[str, float] = {}
@@ -139,11 +141,11 @@ def _budget(args: argparse.Namespace) -> Budget:
         ("budget_executions", "executions"),
         ("budget_wall", "wall_s"),
     ):
-        value = getattr(args, flag)
+        value = finite(getattr(args, flag), "--" + flag.replace("_", "-"), "fix")
         if value is not None:
             changes[name] = value
     try:
-        return Budget().with_(**changes)
+        return (base or Budget()).with_(**changes)
     except ValueError as exc:
         raise UsageError(f"fix: {exc}") from None
 
@@ -156,10 +158,21 @@ def _toolchains(extra: list[Path]) -> tuple[Path, ...]:
 
 def run_fix(args: argparse.Namespace, ctx: Context) -> int:
     """Repair PATH; print the patch or the verdict."""
+    from bot.cli import inputs
     from jobs.fix import FixRequest, fix
+    from jobs.repair.budget import Budget
     from jobs.repair.loop import LoopConfig
     from jobs.repair.tiers import parse_tier
 
+    # Bad input stops here, before any sandbox, index or model (#23).
+    inputs.git_work_tree(args.path, "fix")
+    test_command = inputs.test_command(args.test, "--test", "fix")
+    config = inputs.repo_config(args.path)
+    llm = llm_config(ctx.settings)
+    tier = args.tier or config.tier
+    if args.tier is None and tier not in ("0", "auto") and not llm.configured:
+        ctx.out.info(f"note: .arcs.yml asks for tier {tier}; without ANTHROPIC_API_KEY: tier 0 (no model)")
+        tier = "0"
     issue_text = None
     if args.issue_file is not None:
         try:
@@ -178,14 +191,14 @@ def run_fix(args: argparse.Namespace, ctx: Context) -> int:
         )
     request = FixRequest(
         repo=args.path,
-        test_command=args.test,
+        test_command=test_command,
         issue_text=issue_text,
-        tier=parse_tier(args.tier),
-        budget=_budget(args),
+        tier=parse_tier(tier),
+        budget=_budget(args, config.budget.apply(Budget())),
         apply=args.apply,
         trace_out=args.trace_out,
         traces_dir=ctx.settings.traces_dir,
-        llm=llm_config(ctx.settings),
+        llm=llm,
         config=LoopConfig(parallel=args.jobs or default_jobs()),
         unsafe_no_sandbox=args.unsafe_no_sandbox,
         toolchain_paths=_toolchains(args.toolchain),
@@ -274,12 +287,13 @@ def run_replay(args: argparse.Namespace, ctx: Context) -> int:
         if div is None
         else {"where": div.where, "field": div.field, "expected": div.expected, "got": div.got},
         "replayed_verdict": None if report.replayed is None else report.replayed.outcome.verdict,
+        "hint": report.hint,
     }
     if div is None:
         what = f"patch {rec.patch_key}" if rec.patch_key else "no patch"
         ctx.out.emit(data, f"replay reproduced the recorded outcome: {rec.verdict} ({what})")
         return 0
-    ctx.out.emit(data, f"replay {div}")
+    ctx.out.emit(data, f"replay {div}" + (f"\n{report.hint}" if report.hint else ""))
     return 1
 
 

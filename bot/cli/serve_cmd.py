@@ -92,6 +92,30 @@ def share_setup_token(settings: Settings, environ: MutableMapping[str, str]) -> 
         environ["ARCS_SETUP_TOKEN"] = settings.setup_token.get_secret_value()
 
 
+_LOOPBACK_OR_ANY = frozenset({"", "0.0.0.0", "::", "127.0.0.1", "localhost", "::1"})
+
+
+def free_port(host: str) -> int:
+    """A port the OS says is free on ``host`` now (``--port 0``: the links need the real one)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+def with_listen_url(settings: Settings, host: str, port: int, *, explicit: bool) -> Settings:
+    """``settings`` whose ``public_url`` is where this process listens, unless ``explicit``
+    (``ARCS_PUBLIC_URL`` set, in the environment or ``secrets.env``): the setup link printed at
+    start, the app manifest's URLs and the login callback then name ``--host``/``--port`` instead
+    of the default ``http://localhost:8000``. A loopback or wildcard bind is named ``localhost``."""
+    if explicit:
+        return settings
+    name = "localhost" if host in _LOOPBACK_OR_ANY else (f"[{host}]" if ":" in host else host)
+    return settings.model_copy(update={"public_url": f"http://{name}:{port}"})
+
+
 def gunicorn_options(host: str, port: int, workers: int) -> dict[str, Any]:
     """The gunicorn settings ``arcs serve`` uses (``deploy/gunicorn.conf.py`` mirrors them)."""
     if not 0 <= port <= 65535:
@@ -117,7 +141,13 @@ def gunicorn_options(host: str, port: int, workers: int) -> dict[str, Any]:
 def run_serve(args: argparse.Namespace, ctx: Context) -> int:
     """Run gunicorn until it is stopped; the exit code is gunicorn's."""
     options = gunicorn_options(args.host, args.port, args.workers)
-    settings, link = with_setup_token(effective_settings(ctx.settings, os.environ))
+    port = args.port or free_port(args.host)
+    options["bind"] = [f"[{args.host}]:{port}" if ":" in args.host else f"{args.host}:{port}"]
+    effective = effective_settings(ctx.settings, os.environ)
+    explicit = (
+        "public_url" in ctx.settings.model_fields_set or effective.public_url != ctx.settings.public_url
+    )
+    settings, link = with_setup_token(with_listen_url(effective, args.host, port, explicit=explicit))
     # Before the fork: every worker signs dashboard sessions with this one key.
     settings = with_session_secret(settings)
     try:

@@ -80,6 +80,11 @@ def run_test(args: argparse.Namespace, ctx: Context) -> int:
             raise UsageError(f"test: toolchain {path} is not a folder")
     if (args.timeout is not None and args.timeout <= 0) or (args.memory is not None and args.memory <= 0):
         raise UsageError("test: --timeout and --memory must be positive")
+    from bot.cli import inputs
+
+    inputs.test_command(args.cmd, "--cmd", "test")
+    inputs.finite(args.timeout, "--timeout", "test")
+    inputs.repo_config(repo)  # the whole file, as the App reads it: an unknown key is an error (#23)
     config = load_repo_config(repo)
     resolved = resolve_test_command(repo, explicit=args.cmd, config=config)
     timeout_s = args.timeout or config.timeout_s or DEFAULT_TIMEOUT_S

@@ -193,11 +193,14 @@ def _valid_timezone(name: str) -> bool:
 
 
 class _Pages:
-    def __init__(self, store: Store, settings: Settings, templates: Jinja2Templates, clock: Clock) -> None:
+    def __init__(
+        self, store: Store, settings: Settings, templates: Jinja2Templates, clock: Clock, local: bool = False
+    ) -> None:
         self.store = store
         self.settings = settings
         self.templates = templates
         self.clock = clock
+        self.local = local
 
     # -- rendering --
 
@@ -369,6 +372,8 @@ class _Pages:
             "issue": f"{web}/{repo_path}/issues/{detail.row.issue_number}" if detail.row.issue_number else "",
             "pr": (detail.pr.url if detail.pr else detail.row.pr_url) or "",
         }
+        if self.local:  # `arcs dashboard`: a folder of this machine, not a repository on GitHub
+            links = {"repo": "", "run": "", "issue": "", "pr": links["pr"]}
         trace = trace_view(full) if full is not None else None
         report = stored_report(detail.trace_summary)
         context = {
@@ -431,7 +436,15 @@ class _Pages:
 def page_routes(store: Store, settings: Settings, *, clock: Clock = utcnow) -> list[BaseRoute]:
     """The page routes: ``/``, ``/orgs/{owner}``, ``/orgs/{owner}/repos/{name}``, ``/attempts/{id}``,
     ``/orgs/{owner}/events`` and ``POST /orgs/{owner}/policy`` (``clock``: "now" for the windows)."""
-    pages = _Pages(store, settings, make_templates(settings), clock)
+    return _routes(_Pages(store, settings, make_templates(settings), clock))
+
+
+def local_page_routes(store: Store, settings: Settings, *, clock: Clock = utcnow) -> list[BaseRoute]:
+    """The same pages for ``arcs dashboard``: this machine's runs, no login, no links to GitHub."""
+    return _routes(_Pages(store, settings, make_templates(settings, local=True), clock, local=True))
+
+
+def _routes(pages: _Pages) -> list[BaseRoute]:
     # Sync endpoints run in Starlette's thread pool (the store is synchronous).
     return [
         Route("/", pages.index, methods=["GET"], name="dashboard_index"),

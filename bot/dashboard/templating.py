@@ -87,8 +87,9 @@ def path_segment(value: str) -> str:
     return quote(value, safe="/")
 
 
-def make_templates(settings: Settings) -> Jinja2Templates:
-    """The dashboard's templates: autoescape on, ``base.html`` with a ``content`` block."""
+def make_templates(settings: Settings, *, local: bool = False) -> Jinja2Templates:
+    """The dashboard's templates: autoescape on, ``base.html`` with a ``content`` block
+    (``local``: ``arcs dashboard``, the global ``local_mode``: no login, no policy form)."""
     import jinja2
 
     env = jinja2.Environment(
@@ -109,6 +110,7 @@ def make_templates(settings: Settings) -> Jinja2Templates:
         tool_totals=tool_totals,
     )
     env.globals["github_web_url"] = settings.web_url
+    env.globals["local_mode"] = local
     return Jinja2Templates(env=env)
 
 

@@ -52,7 +52,8 @@ TERMINAL_STATUSES: frozenset[str] = frozenset(
 )
 """Statuses after which an attempt never runs again."""
 
-Trigger = Literal["ci", "issue", "comment", "revise"]
+Trigger = Literal["ci", "issue", "comment", "revise", "fix", "demo", "action"]
+"""The App's four; ``fix``, ``demo`` and ``action``: command-line runs on ``arcs dashboard``."""
 TRIGGERS: tuple[str, ...] = get_args(Trigger)
 
 PRState = Literal["open", "merged", "closed"]

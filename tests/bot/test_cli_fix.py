@@ -180,7 +180,7 @@ def test_replay_of_a_tier0_trace_reproduces_even_after_apply(
     # a changed base tree is a divergence, said exactly
     (boundary / "ages/__init__.py").write_text('"""Changed."""\n')
     code, out, _ = run_cli(["replay", str(trace)], settings, capsys)
-    assert code == 1 and out.startswith("replay diverged at source: tree digest")
+    assert code == 1 and out.startswith("replay diverged at source: work tree")
 
 
 def test_not_reproducible_is_exit_1_with_the_reason(
@@ -234,7 +234,7 @@ def test_budget_flags_reach_the_trace(
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["fix", "/nonexistent/repo"], "not a folder"),
+        (["fix", "/nonexistent/repo"], "does not exist"),
         (["fix", "{repo}", "--tier", "large"], "needs an LLM"),
         (["fix", "{repo}", "--tier", "huge"], "invalid choice"),
         (["fix", "{repo}", "--budget-iterations", "-1"], "must be >= 0"),

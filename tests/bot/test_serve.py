@@ -136,7 +136,8 @@ def test_serve_prints_the_setup_link_and_its_workers_require_the_token(server: S
     links = [m for line in server.lines if (m := re.search(r"create it at (\S+)", line))]
     assert len(links) == 1, "".join(server.lines)
     link = links[0].group(1)
-    assert link.startswith("http://localhost:8000/setup?token=")
+    # --port 0: the link names the port the server really listens on (#23).
+    assert link.startswith(f"http://localhost:{base.rsplit(':', 1)[1]}/setup?token=")
     token = link.split("token=", 1)[1]
     assert len(token) >= 40
     with httpx.Client(base_url=base, timeout=30) as client:
