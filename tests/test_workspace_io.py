@@ -19,6 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 ALLOWED: dict[str, str] = {
     # --- ARCS's own home, state and caches (ARCS_HOME, the index folder, the model cache)
     "bot/dashboard/queries_detail.py::read_trace": "a trace under ARCS's traces folder (resolved inside it)",
+    "bot/dashboard/local.py::local_store": "the local dashboard's database under ARCS_HOME",
+    "bot/dashboard/local.py::_read_trace": "a trace file under ARCS's traces folder (links and huge files skipped)",
+    "bot/dashboard/local.py::copy_action_trace": "the Action's trace (RUNNER_TEMP) copied into ARCS's traces folder",
     "bot/doctor.py::_indexed_chunks": "an index manifest under ARCS_HOME",
     "bot/doctor.py::_locked": "the index's lock file under ARCS_HOME",
     "bot/store/store.py::create_store_engine": "the SQLite database's folder (settings)",
