@@ -699,9 +699,10 @@ CHECKS: Mapping[str, Check] = {
 Use = Literal["cli", "app"]
 """Who the report is for: the command line alone, or a GitHub App deployment."""
 
-CLI_CHECKS: tuple[str, ...] = ("settings", "qdrant", "sandbox", "embedder", "llm")
+CLI_CHECKS: tuple[str, ...] = ("settings", "qdrant", "sandbox", "limits", "embedder", "llm")
 """What the command line needs (``arcs fix``, ``test``, ``index``, ``search``, ``replay``, ``demo``,
-``dashboard``): a writable ``ARCS_HOME``, the index store, the sandbox and the embedding model; the
+``dashboard``): a writable ``ARCS_HOME``, the index store, the sandbox and its per-run limits (a
+missing cgroup only warns), the embedding model; the
 model key only warns (tier 0 works without it). ``web``, ``database``, ``broker`` and ``github``
 are the App's (``arcs dashboard`` keeps its own SQLite file under ``ARCS_HOME``)."""
 

@@ -53,7 +53,7 @@ def _names(doc: dict[str, object]) -> list[str]:
 def test_a_command_line_user_gets_exit_0(settings: Settings, capsys: pytest.CaptureFixture[str]) -> None:
     code, doc = _run(settings, capsys)
     assert code == 0 and doc["exit_code"] == 0 and doc["for"] == "cli"
-    assert _names(doc) == ["settings", "qdrant", "sandbox", "embedder", "llm"]
+    assert _names(doc) == ["settings", "qdrant", "sandbox", "limits", "embedder", "llm"]
     assert main(["doctor"], settings=settings) == 0
     out = capsys.readouterr().out
     assert out.rstrip().splitlines()[-1] == (
