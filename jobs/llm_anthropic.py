@@ -187,7 +187,10 @@ class AnthropicLLM:
 
     def _attempt(self, params: dict[str, Any]) -> LLMResponse | LLMError:
         try:
-            raw = self._client.messages.with_raw_response.create(**params).text()
+            # The HTTP body itself: `.text` is a method on the SDK's newer raw response and a
+            # property on older ones (0.40), while the underlying response's `.text` is a property
+            # in every version pyproject allows.
+            raw = self._client.messages.with_raw_response.create(**params).http_response.text
         except Exception as exc:
             mapped = classify_sdk_error(exc)
             if mapped is None:

@@ -264,12 +264,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.without_from:
         earlier = json.loads((RESULTS / f"redpush-{args.without_from}.json").read_text())
         reuse = {r["case"]: r["without"] for r in earlier["cases"]}
-    runner = make_runner(toolchain_paths=list(toolchains()))
     rows: list[dict[str, Any]] = []
     rejected: list[str] = []
     with tempfile.TemporaryDirectory(prefix="arcs-bench-redpush-") as tmp:
         for pkg in PACKAGES:
             fetch(pkg)
+        # After the fetch: the sandbox binds the npm tools folder, which the first fetch creates
+        # (a fresh clone has no bench/change/.cache/node yet).
+        runner = make_runner(toolchain_paths=list(toolchains()))
         # Round robin over packages, so that a partial run covers every kind and language.
         for number, kind in enumerate(KINDS):
             for pkg in PACKAGES:

@@ -35,11 +35,22 @@ def _common() -> argparse.ArgumentParser:
     return common
 
 
+def arcs_version() -> str:
+    """The installed ARCS distribution's version (``0+unknown`` when run from an uninstalled tree)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("arcs")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the full parser; each command group registers its own subcommands."""
     from bot.cli import commands
 
     parser = _Parser(prog="arcs", description="ARCS: automated repair of code with search.")
+    parser.add_argument("--version", action="store_true", help="print ARCS' version and exit")
     sub: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(
         dest="command", metavar="COMMAND", parser_class=_Parser
     )
@@ -57,6 +68,9 @@ def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None)
     try:
         parser = build_parser()
         args = parser.parse_args(args_list)
+        if args.version:
+            sys.stdout.write(f"arcs {arcs_version()}\n")
+            return 0
         handler: Handler | None = getattr(args, "handler", None)
         if handler is None:
             parser.print_help(sys.stderr)

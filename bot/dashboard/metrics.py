@@ -18,8 +18,12 @@ Metrics:
 * ``arcs_job_duration_seconds`` (histogram): ``finished_at - started_at`` of finished attempts.
 * ``arcs_llm_tokens_total``, ``arcs_llm_usd_total`` (counters): LLM use of every attempt.
 * ``arcs_webhook_latency_seconds`` (histogram): time to answer each recorded webhook delivery.
-* ``arcs_prs_total{state}`` (gauge: a pull request moves from ``open`` to ``merged`` or
-  ``closed``): the pull requests ARCS opened, by current state.
+* ``arcs_pull_requests{state}`` (gauge: a pull request moves from ``open`` to ``merged`` or
+  ``closed``): the pull requests ARCS opened, by current state. It was ``arcs_prs_total`` in 0.1.0,
+  renamed because a gauge must not carry a counter's ``_total`` suffix (``promtool check metrics``).
+
+Every name follows Prometheus' naming rules (counters end in ``_total``, nothing else does; base
+units; help text): ``tests/bot/dashboard/test_metric_names.py`` checks them as promtool would.
 
 With ``ARCS_METRICS_TOKEN`` set, a scrape needs ``Authorization: Bearer <token>`` (else 401).
 A database error answers 503 (the scrape fails visibly rather than reporting zeros).
@@ -213,7 +217,7 @@ class StoreCollector:
         )
 
         pulls = GaugeMetricFamily(
-            "arcs_prs_total",
+            "arcs_pull_requests",
             "Pull requests ARCS opened, by current state (a gauge: open ones become merged or closed).",
             labels=["state"],
         )

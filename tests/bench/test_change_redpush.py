@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import random
+import shutil
+from pathlib import Path
+
+import pytest
 
 from bench.change.redpush import (
     HELD_OUT,
@@ -52,3 +56,27 @@ def test_kinds_languages_and_held_out_packages() -> None:
     langs = {p.name: p.lang for p in PACKAGES}
     assert {langs[name] for name in HELD_OUT} == {"python", "js"}
     assert norm("  x = 'a'  ") == norm('x="a"')
+
+
+def test_the_run_starts_on_a_fresh_clone_without_the_tools_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python -m bench.change.redpush_run` on a fresh clone: bench/change/.cache/node does not exist
+    until the first fetch makes it, so nothing may need it before (the sandbox binds it)."""
+    from bench.change import redpush_run
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap (bwrap) is not installed")
+    node = tmp_path / ".cache" / "node"
+    fetched: list[str] = []
+
+    def fetch(pkg: object) -> None:
+        node.mkdir(parents=True, exist_ok=True)  # what the real fetch does for the npm tools
+        fetched.append(str(pkg))
+
+    monkeypatch.setattr(redpush_run, "NODE", node)
+    monkeypatch.setattr(redpush_run, "fetch", fetch)
+    monkeypatch.setattr(redpush_run, "PACKAGES", PACKAGES[:1])
+    monkeypatch.setattr(redpush_run, "RESULTS", tmp_path / "results")
+    assert redpush_run.main(["--label", "fresh", "--only", "no-such-case"]) == 0
+    assert fetched and (tmp_path / "results" / "redpush-fresh.json").exists()

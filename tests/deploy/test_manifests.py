@@ -223,7 +223,10 @@ def test_dockerfile_stages_settings_and_packages() -> None:
     text = DOCKERFILE.read_text(encoding="utf-8")
     assert "download.pytorch.org/whl/cpu" in args["TORCH_INDEX_URL"]
     assert re.search(r'pip install "torch==\$\{TORCH_VERSION\}" --index-url', text)
-    assert re.search(r"pip install \.( |$)", text, re.M), "a regular, non-editable install"
+    # Dependencies from the hashed lock, nothing resolved beyond it; then ARCS itself, no deps.
+    assert "pip install --no-deps --require-hashes -r requirements/runtime.txt" in text
+    assert re.search(r"pip install --no-deps \.( |$)", text, re.M), "a regular, non-editable install"
+    assert text.index("requirements/runtime.txt") < text.index("pip install --no-deps .")
     assert "-e ." not in text
     assert re.search(r"apt-get install[^\n]*bubblewrap[^\n]*git", text)
     env = " ".join(arg for word, arg in final_stage(instructions) if word == "ENV")

@@ -110,14 +110,44 @@ def test_outputs_are_the_step_outputs_arcs_action_writes() -> None:
         assert spec["value"] == f"${{{{ steps.arcs.outputs.{name} }}}}"
 
 
+PINNED = re.compile(r"^\s*(?:- )?uses: ([\w.-]+/[\w./-]+)@([0-9a-f]{40}) # (v\d+\.\d+\.\d+)$")
+"""A third-party action pinned to a full commit sha, its release tag in a comment."""
+NODE24_RELEASES = {
+    # The commit of each release tag, each checked in two independent public sources (see the
+    # report of #24); every one of these releases runs on Node 24 (Node 20 actions leave the runners).
+    ("actions/checkout", "v6.0.2"): "de0fac2e4500dabe0009e67214ff5f5447ce83dd",
+    ("actions/setup-python", "v6.2.0"): "a309ff8b426b58ec0e2a45f0f869d46889d02405",
+    ("actions/cache", "v5.0.3"): "cdf6c1fa76f9f475f3d7449005a359c84ca0f306",
+    ("actions/upload-artifact", "v6.0.0"): "b7c566a772e6b6bfb58ed0dc250532a479d7789f",
+}
+
+
+def pinned_uses(text: str) -> list[tuple[str, str, str]]:
+    """(action, sha, tag) of every ``uses:`` line; a line not pinned that way is an assertion error."""
+    found = []
+    for line in text.splitlines():
+        if re.match(r"^\s*(?:- )?uses:", line) and "OWNER/arcs@" not in line:
+            match = PINNED.match(line)
+            assert match, f"not pinned to a commit sha with its tag in a comment: {line.strip()}"
+            name, sha, tag = match.groups()
+            found.append((name, sha, tag))
+    return found
+
+
 def test_arcs_is_installed_pinned_to_the_action_and_third_party_actions_are_pinned() -> None:
     install = _step("install")
     assert install["env"]["ARCS_SOURCE"] == "${{ github.action_path }}"
-    assert 'pip install -q --disable-pip-version-check "$ARCS_SOURCE"' in install["run"]
+    run = " ".join(install["run"].replace("\\\n", " ").split())  # continuation lines joined
+    lock = 'pip install -q --disable-pip-version-check --no-deps --require-hashes -r "$ARCS_SOURCE/requirements/runtime.txt"'
+    assert lock in run, "dependencies come from the hashed lock at the action's ref"
+    assert 'pip install -q --disable-pip-version-check --no-deps "$ARCS_SOURCE"' in run
+    assert run.index("requirements/runtime.txt") < run.index('--no-deps "$ARCS_SOURCE"')
+    assert (ROOT / "requirements" / "runtime.txt").is_file()
     python = _step("python")
     assert python["with"]["update-environment"] is False  # the workflow's own Python stays first on PATH
-    for step in action()["runs"]["steps"]:
-        if "uses" in step:
-            assert re.fullmatch(r"actions/(setup-python|cache)@v\d+", step["uses"]), step["uses"]
+    uses = pinned_uses((ROOT / "action.yml").read_text(encoding="utf-8"))
+    assert {name for name, _, _ in uses} == {"actions/setup-python", "actions/cache"}
+    for name, sha, tag in uses:
+        assert NODE24_RELEASES.get((name, tag)) == sha, (name, tag, sha)
     cache = next(s for s in action()["runs"]["steps"] if s.get("uses", "").startswith("actions/cache@"))
     assert "github.action_ref" in cache["with"]["key"]

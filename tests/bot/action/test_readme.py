@@ -12,6 +12,8 @@ import jsonschema
 import pytest
 import yaml
 
+from tests.bot.action.test_action_yml import NODE24_RELEASES, pinned_uses
+
 ROOT = Path(__file__).resolve().parents[3]
 ACTION_USES = re.compile(r"^OWNER/arcs@v\d+\.\d+\.\d+$")
 
@@ -112,3 +114,17 @@ def test_workflow_run_snippet_skips_forks_and_failed_runs_only() -> None:
         and "head_repository.full_name == github.repository" in condition
     )
     assert workflow["permissions"]["actions"] == "read"
+
+
+@pytest.mark.parametrize("index", [0, 1, 2])
+def test_each_workflow_pins_actions_keeps_no_credentials_and_has_a_timeout(index: int) -> None:
+    block, workflow = workflows()[index]
+    uses = pinned_uses(block)  # every third-party `uses:` is a full commit sha with its tag
+    assert uses, "the workflow uses actions/checkout at least"
+    for name, sha, tag in uses:
+        assert NODE24_RELEASES.get((name, tag)) == sha, (name, tag, sha)
+    for job_name, job in workflow["jobs"].items():
+        assert isinstance(job.get("timeout-minutes"), int), f"{job_name}: no timeout-minutes"
+        for step in job["steps"]:
+            if str(step.get("uses", "")).startswith("actions/checkout@"):
+                assert step["with"]["persist-credentials"] is False, job_name

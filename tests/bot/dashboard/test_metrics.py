@@ -132,9 +132,9 @@ def test_metrics_match_the_seeded_rows(settings: Settings, store: Store) -> None
     assert one(samples, "arcs_webhook_latency_seconds_count") == 4
     assert one(samples, "arcs_webhook_latency_seconds_sum") == pytest.approx(12.743)
 
-    assert one(samples, "arcs_prs_total", state="open") == 2
-    assert one(samples, "arcs_prs_total", state="merged") == 1
-    assert one(samples, "arcs_prs_total", state="closed") == 1
+    assert one(samples, "arcs_pull_requests", state="open") == 2
+    assert one(samples, "arcs_pull_requests", state="merged") == 1
+    assert one(samples, "arcs_pull_requests", state="closed") == 1
 
     # No org or repository name leaks.
     assert "acme" not in body and "widgets" not in body and "gadgets" not in body
