@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.util
 import math
 import sqlite3
@@ -146,9 +147,9 @@ class MiniLMEmbedder:
             from sentence_transformers import SentenceTransformer
 
             try:  # the per-tensor "Loading weights" bar is noise on a CLI's stderr
-                from transformers.utils import logging as hf_logging
-
-                hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+                # By name: transformers comes with the optional extra, untyped, and is absent from the lock.
+                hf_logging: Any = importlib.import_module("transformers.utils.logging")
+                hf_logging.disable_progress_bar()
             except ImportError:  # pragma: no cover - transformers always ships with sentence-transformers
                 pass
             if self._model_path is not None:
