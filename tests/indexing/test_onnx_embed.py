@@ -81,9 +81,13 @@ def test_onnx_vectors_match_the_recorded_torch_vectors_without_torch(
 
     int8 = OnnxMiniLMEmbedder(tmp_path, quantize=True, threads=1).embed(texts)
     # int8 keeps its identity: the quantised weights are the same as before; its activations are
-    # quantised per batch, so its vectors already vary this much with the batch they are in.
-    assert float(np.sum(int8 * ref["onnx-int8"], axis=1).min()) > 0.995
-    assert float(np.sum(int8 * ref["minilm"], axis=1).min()) > 0.97
+    # quantised per batch, so its vectors already vary with the batch they are in (one text alone vs
+    # in this batch: cosine 0.965 with onnxruntime 1.32), and its int8 kernels differ between
+    # onnxruntime releases (the recording's vs the lock's 1.32: min 0.9725, mean 0.993). A bound per
+    # text at that spread, and on the mean, where a wrong graph (not a noisy one) would show.
+    to_recorded, to_fp32 = np.sum(int8 * ref["onnx-int8"], axis=1), np.sum(int8 * ref["minilm"], axis=1)
+    assert float(to_recorded.min()) > 0.96 and float(to_recorded.mean()) > 0.99
+    assert float(to_fp32.min()) > 0.96 and float(to_fp32.mean()) > 0.99
     assert len(list((tmp_path / "onnx").glob("*.onnx"))) == 2  # both graphs cached for later processes
     assert not any(sys.modules.get(name) for name in TORCH_MODULES)
 
