@@ -32,7 +32,6 @@ from typing import Any
 import structlog
 
 from jobs.plan import RepairPlan
-from jobs.repair import wsfs
 from jobs.repair.bisect import BisectResult, Outcome, bisect
 from jobs.repair.budget import Budget, Spend
 from jobs.repair.changes import ChangeSet
@@ -42,6 +41,7 @@ from jobs.repair.report import Culprit, RevertResult
 from jobs.repair.trace_read import Verification
 from jobs.repair.workbench import TestOutcome
 from jobs.sandbox_workbench import SandboxWorkbench
+from runners import wsfs
 from runners.gittrees import Files, reverted, tree_at
 
 log = structlog.get_logger("arcs.culprit")

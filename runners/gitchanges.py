@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 from jobs.repair.changes import LOG_FORMAT, ChangeSet, changeset_from_git, parse_log
-from jobs.repair.errors import UsageError
+from runners.errors import UsageError
 
 MAX_COMMITS = 50
 MAX_DIFF_CHARS = 2_000_000

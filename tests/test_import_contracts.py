@@ -66,6 +66,7 @@ def test_every_module_named_by_the_contracts_exists(current: Analysis) -> None:
     for _, sources, forbidden, allowed, _ in contracts.forbidden:
         named |= {*sources, *forbidden, *allowed}
     named |= {m for _, members in contracts.independence for m in members}
+    named |= set(contracts.leaves)
     missing = sorted(p for p in named if not any(under(m, p) for m in current.modules))
     assert not missing
 
@@ -139,6 +140,52 @@ def test_pure_core_forbids_effects_directly_and_through_our_modules(tmp_path: Pa
         "[layer] pure-core: jobs.repair.clock -> time.monotonic",
         "[function-level] pure-core: jobs.repair.llm -> anthropic",
         "[layer] pure-core: jobs.repair.runs -> runners.sandbox",
+    }
+
+
+def test_leaves_may_be_imported_by_every_package_and_import_only_the_standard_library(
+    tmp_path: Path,
+) -> None:
+    contracts = load_contracts()
+    assert contracts.leaves, "the contracts declare no leaves: this test would pass vacuously"
+    found = _violations(
+        tmp_path,
+        {
+            "runners/errors.py": "class ArcsError(Exception): ...\n",
+            "runners/wsfs.py": "import os\nimport stat\nfrom pathlib import Path\n",
+            "runners/docker.py": "import subprocess\n",
+            "indexing/files.py": "from runners import wsfs\nfrom runners.errors import ArcsError\n",
+            "jobs/repair/edits.py": "from runners import wsfs\nfrom runners.errors import ArcsError\n",
+            "jobs/repair/gates.py": "from runners import docker\n",  # not a leaf: still forbidden
+            "indexing/store.py": "from runners.docker import X\n",  # not a leaf: still independent
+        },
+    )
+    assert found == {
+        "[layer] pure-core: jobs.repair.gates -> runners.docker",
+        "[layer] independence: indexing.store -> runners.docker",
+    }
+
+
+def test_a_leaf_that_imports_our_modules_effects_or_third_party_code_is_a_violation(tmp_path: Path) -> None:
+    found = _violations(
+        tmp_path,
+        {
+            "runners/errors.py": "import time\n",  # an effect root
+            "runners/wsfs.py": (
+                "import os\n"
+                "from runners import errors\n"  # another leaf: fine
+                "from runners.docker import X\n"  # a non-leaf module of ours
+                "def f():\n    import yaml\n"  # not the standard library
+                "def g():\n    return os.environ['HOME']\n"  # the environment
+            ),
+            "runners/docker.py": "X = 1\n",
+        },
+    )
+    assert found == {
+        "[layer] leaves: runners.errors -> time",
+        "[layer] leaves: runners.wsfs -> runners.docker",
+        "[function-level] leaves: runners.wsfs -> yaml",
+        "[function-level] leaves: runners.wsfs -> os.environ",
     }
 
 
