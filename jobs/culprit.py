@@ -5,14 +5,14 @@ commit, and (``on_no_fix: revert``) offer its verified revert.
 
 * **culprit** — one commit since green: that commit (``single_commit``); several: a bisection
   (:func:`jobs.repair.bisect.bisect`) that runs only the reproduced failing targets at each probed
-  commit (the tree at that commit, :func:`runners.gittrees.tree_at`, as a change of the checkout),
+  commit (the tree at that commit, :func:`jobs.history.tree_at`, as a change of the checkout),
   at most :data:`BISECT_MAX_RUNS` runs and never more than the executions the loop left. Only after
   a reproduced failure (a flaky or unreproduced one names nobody). When tier 0 already bisected
   before its reverts (:class:`EarlyBisect`, so that the culprit's revert is offered first), that
   bisection is recorded instead, never a second one;
 * **revert** — the plan asks for it (``on_no_fix: revert``, default branch only), no forward fix
   passed and a culprit is known: the culprit is reverted on the checkout
-  (:func:`runners.gittrees.reverted`) and the exact final verification command runs on it; the
+  (:func:`jobs.history.reverted`) and the exact final verification command runs on it; the
   revert is kept only when that run passes.
 
 Every run counts in ``Budget.executions`` (:meth:`ChangeOutcome.apply` adds them, and the autofix
@@ -31,6 +31,7 @@ from typing import Any
 
 import structlog
 
+from jobs.history import Files, reverted, tree_at
 from jobs.plan import RepairPlan
 from jobs.repair.bisect import BisectResult, Outcome, bisect
 from jobs.repair.budget import Budget, Spend
@@ -42,7 +43,6 @@ from jobs.repair.trace_read import Verification
 from jobs.repair.workbench import TestOutcome
 from jobs.sandbox_workbench import SandboxWorkbench
 from runners import wsfs
-from runners.gittrees import Files, reverted, tree_at
 
 log = structlog.get_logger("arcs.culprit")
 
