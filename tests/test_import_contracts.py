@@ -112,7 +112,7 @@ def test_layers_protected_and_independence(tmp_path: Path) -> None:
         "[layer] protected: bot.web -> bot.cli.app",
         "[layer] layers+pure-core: jobs.repair.gates -> jobs.pipeline",
         "[layer] layers: jobs.worker -> bot.errors",
-        "[layer] layers: runners.sandbox -> bot.errors",
+        "[layer] layers+ground-floor: runners.sandbox -> bot.errors",
         "[layer] independence: runners.sandbox -> indexing.files",
     }
 
@@ -187,6 +187,48 @@ def test_a_leaf_that_imports_our_modules_effects_or_third_party_code_is_a_violat
         "[function-level] leaves: runners.wsfs -> yaml",
         "[function-level] leaves: runners.wsfs -> os.environ",
     }
+
+
+def test_the_ground_floor_imports_nothing_of_jobs_or_bot_at_any_scope(tmp_path: Path) -> None:
+    found = _violations(
+        tmp_path,
+        {
+            "jobs/repair/changes.py": "class ChangeSet: ...\n",
+            "jobs/repair/model.py": "X = 1\n",
+            "jobs/config.py": "X = 1\n",
+            "bot/settings.py": "X = 1\n",
+            "runners/errors.py": "class ArcsError(Exception): ...\n",
+            "runners/gitchanges.py": "from jobs.repair.changes import ChangeSet\n",  # same layer: still out
+            "runners/sandbox.py": "from runners.errors import ArcsError\n\ndef f():\n    import jobs.config\n",
+            "indexing/index.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n"
+                "    from jobs.repair.model import X\n"
+                "    from bot.settings import X\n"
+            ),
+            "indexing/files.py": "from runners import errors\n",  # a leaf: fine
+        },
+    )
+    assert found == {
+        "[layer] ground-floor: runners.gitchanges -> jobs.repair.changes",
+        "[function-level] layers+ground-floor: runners.sandbox -> jobs.config",
+        "[layer] ground-floor: indexing.index -> jobs.repair.model (type-checking)",
+        "[layer] layers+ground-floor: indexing.index -> bot.settings (type-checking)",
+    }
+
+
+def test_the_real_contracts_keep_runners_and_indexing_off_jobs_and_bot(current: Analysis) -> None:
+    contracts = load_contracts()
+    floor = [(s, f) for _, s, f, _, _ in contracts.forbidden if {"runners", "indexing"} <= set(s)]
+    assert floor and {"jobs", "bot"} <= set(floor[0][1])
+    upward = [
+        i
+        for i in current.imports
+        if i.internal
+        and any(under(i.importer, p) for p in ("runners", "indexing"))
+        and any(under(i.target, p) for p in ("jobs", "bot"))
+    ]
+    assert upward == []
 
 
 def test_type_checking_counts_for_layers_but_not_for_cycles(tmp_path: Path) -> None:
@@ -271,6 +313,6 @@ def test_the_baseline_renders_in_categories(tmp_path: Path) -> None:
     tree = _tree(tmp_path / "src", {"runners/x.py": "import bot.errors\n", "bot/errors.py": ""})
     analysis = analyse(tree, load_contracts(), tmp_path / "cache")
     text = render_baseline(analysis)
-    assert "# layer: 1\n[layer] layers: runners.x -> bot.errors\n" in text
+    assert "# layer: 1\n[layer] layers+ground-floor: runners.x -> bot.errors\n" in text
     assert "# function-level: 0\n" in text
     assert "# cycle: 0\n" in text
