@@ -13,7 +13,10 @@ them stays stable while code moves within a file:
 * ``[function-level] RULES: a -> b``: an import inside a function that breaks a contract, or closes
   a cycle (``cycle``: a and b are in one strongly connected component of the run-time graph);
 * ``[cycle] a, b, c``: the members of a strongly connected component (size > 1) of the run-time
-  graph (module-level and function-level imports; TYPE_CHECKING imports never run).
+  graph (module-level and function-level imports; TYPE_CHECKING imports never run);
+* ``[typing-cycle] a, b, c``: the members of a component of the graph that counts TYPE_CHECKING
+  imports too, when it is not already a run-time cycle: code that cannot be read (or moved) one
+  module at a time, although it imports fine.
 
 Used by tests/test_import_contracts.py and scripts/import-graph.
 """
@@ -38,7 +41,7 @@ CONTRACTS = Path(__file__).resolve().parent / "import_contracts.toml"
 BASELINE = Path(__file__).resolve().parent / "fixtures" / "import_baseline.txt"
 
 Scope = Literal["module", "function", "type-checking"]
-CATEGORIES = ("layer", "function-level", "cycle")
+CATEGORIES = ("layer", "function-level", "cycle", "typing-cycle")
 
 _ENV_ATTRS = frozenset({"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"})
 _PROCESS_ATTRS = frozenset(
@@ -361,7 +364,8 @@ class Analysis:
     import_time_components: list[list[str]]
     violations: dict[str, list[Import]] = field(default_factory=dict)  # entry -> occurrences
     typing_components: list[list[str]] = field(default_factory=list)
-    """SCCs of size > 1 when ``TYPE_CHECKING`` imports count as edges too (reported, not a contract yet)."""
+    """SCCs of size > 1 when ``TYPE_CHECKING`` imports count as edges too (a ``[typing-cycle]``
+    violation unless the component is a run-time cycle already)."""
 
     def where(self, entry: str) -> str:
         """``path:line`` of each occurrence of a baseline entry (for failure messages)."""
@@ -490,6 +494,9 @@ def analyse(root: Path = ROOT, contracts: Contracts | None = None, cache: Path |
             analysis.violations.setdefault(entry, []).append(imp)
     for component in components:
         analysis.violations[f"[cycle] {', '.join(component)}"] = []
+    for component in analysis.typing_components:
+        if component not in components:
+            analysis.violations[f"[typing-cycle] {', '.join(component)}"] = []
     return analysis
 
 
@@ -505,7 +512,7 @@ def read_baseline(path: Path = BASELINE) -> set[str]:
 
 
 def category(entry: str) -> str:
-    """``layer``, ``function-level`` or ``cycle``."""
+    """``layer``, ``function-level``, ``cycle`` or ``typing-cycle``."""
     return entry[1 : entry.index("]")]
 
 

@@ -231,7 +231,7 @@ def test_the_real_contracts_keep_runners_and_indexing_off_jobs_and_bot(current: 
     assert upward == []
 
 
-def test_type_checking_counts_for_layers_but_not_for_cycles(tmp_path: Path) -> None:
+def test_type_checking_counts_for_layers_but_not_for_run_time_cycles(tmp_path: Path) -> None:
     found = _violations(
         tmp_path,
         {
@@ -248,7 +248,10 @@ def test_type_checking_counts_for_layers_but_not_for_cycles(tmp_path: Path) -> N
             "bot/settings.py": "class Settings: ...\n",
         },
     )
-    assert found == {"[layer] layers: jobs.b -> bot.settings (type-checking)"}
+    assert found == {
+        "[layer] layers: jobs.b -> bot.settings (type-checking)",
+        "[typing-cycle] jobs.a, jobs.b",  # not a run-time [cycle]
+    }
 
 
 def test_cycles_counting_type_checking_imports_are_reported_apart(tmp_path: Path) -> None:
@@ -264,6 +267,21 @@ def test_cycles_counting_type_checking_imports_are_reported_apart(tmp_path: Path
     assert analysis.components == []  # never runs: not a cycle of the run-time graph
     assert analysis.typing_components == [["jobs.a", "jobs.b"]]
     assert not any(v.startswith("[cycle]") for v in analysis.violations)
+    # ... but still a violation of its own, which the ratchet (and --check) fail on
+    assert set(analysis.violations) == {"[typing-cycle] jobs.a, jobs.b"}
+
+
+def test_a_run_time_cycle_is_not_listed_again_as_a_typing_cycle(tmp_path: Path) -> None:
+    found = _violations(
+        tmp_path,
+        {
+            "jobs/a.py": "from jobs import b\n",
+            "jobs/b.py": "from jobs import a\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from jobs import c\n",
+            "jobs/c.py": "from jobs import d\n",
+            "jobs/d.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from jobs import c\n",
+        },
+    )
+    assert found == {"[cycle] jobs.a, jobs.b", "[typing-cycle] jobs.c, jobs.d"}
 
 
 def test_function_level_imports_close_cycles_and_are_listed_apart(tmp_path: Path) -> None:
@@ -316,3 +334,4 @@ def test_the_baseline_renders_in_categories(tmp_path: Path) -> None:
     assert "# layer: 1\n[layer] layers+ground-floor: runners.x -> bot.errors\n" in text
     assert "# function-level: 0\n" in text
     assert "# cycle: 0\n" in text
+    assert "# typing-cycle: 0\n" in text
