@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from indexing.model import Chunk
 from indexing.tokens import code_tokens
-from jobs.repair.errors import ConfigError
+from runners.errors import ConfigError
 
 Vectors = npt.NDArray[np.float32]
 

@@ -4,7 +4,7 @@ Discovery asks git (tracked files plus untracked files that are not ignored, so 
 nested ``.gitignore`` files are handled exactly as git does), then drops what is not worth indexing:
 caller exclusions, symlinks, deleted files, oversized, binary, generated and minified files, and files
 whose language is unknown. Repositories are untrusted input: nothing here follows a symlink, waits
-on a FIFO or reads a file whole (every read goes through :mod:`jobs.repair.wsfs`, with a size cap).
+on a FIFO or reads a file whole (every read goes through :mod:`runners.wsfs`, with a size cap).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pathspec
 
 # is_test_path lives in the pure indexing.languages (the repair core uses it); re-exported here.
 from indexing.languages import is_test_path, language_for_path
-from jobs.repair import wsfs
+from runners import wsfs
 
 __all__ = [
     "BINARY_SNIFF_BYTES",

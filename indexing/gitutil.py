@@ -6,7 +6,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobs.repair.errors import UsageError
+from runners.errors import UsageError
 
 
 class GitError(Exception):

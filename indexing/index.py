@@ -67,8 +67,8 @@ from indexing.retention import collection_name, default_repo_id, index_files
 from indexing.retriever import HybridRetriever, chunk_from_payload
 from indexing.store import PointData, QdrantStore, StoreFilter, ancestor_dirs, point_id
 from indexing.tokens import document_vector
-from jobs.repair import wsfs
-from jobs.repair.errors import UsageError
+from runners import wsfs
+from runners.errors import UsageError
 
 EMBED_BATCH = 256
 _MAX_SPARSE_CHARS = 20_000

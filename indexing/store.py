@@ -33,7 +33,7 @@ from qdrant_client import QdrantClient, models
 
 from indexing.config import IndexConfigLike, as_index_config
 from indexing.tokens import SparseVec
-from jobs.repair.errors import ConfigError
+from runners.errors import ConfigError
 
 DENSE = "dense"
 SPARSE = "sparse"

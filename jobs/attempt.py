@@ -44,9 +44,9 @@ from jobs.outcome import record_outcome
 from jobs.plan import RepairRequest, plan_for
 from jobs.policy_interrupt import StoreInterrupt
 from jobs.ports import GitHubGateway, IssueInfo
-from jobs.repair import wsfs
-from jobs.repair.errors import ConfigError
 from jobs.run import AttemptRun, Deps, one_line, run_attempt
+from runners import wsfs
+from runners.errors import ConfigError
 
 if TYPE_CHECKING:
     from runners.logs import FailureReport

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from jobs.logctx import CONTEXT_OPTION, DroppedJob, JobContextMiddleware, context_of
 from jobs.messages import ActorName, JobRequest
-from jobs.repair.errors import ConfigError
+from runners.errors import ConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -19,6 +19,7 @@ import structlog
 
 from jobs.command_bench import SandboxCommandBench
 from jobs.culprit import BISECT_MAX_RUNS, EarlyBisect
+from jobs.history import Files, reverted
 from jobs.repair.bisect import BisectResult
 from jobs.repair.changes import ChangeSet
 from jobs.repair.loop import RepairResult
@@ -27,7 +28,6 @@ from jobs.repair.tier0.change_aware import ChangeAwareProposer
 from jobs.repair.tier0.formatters import autofix_plan
 from jobs.sandbox_workbench import SandboxWorkbench
 from runners.base import Runner
-from runners.gittrees import Files, reverted
 
 log = structlog.get_logger("arcs.change_repair")
 

@@ -13,10 +13,10 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from jobs.repair import wsfs
 from jobs.repair.edits import AppliedEdits, FileChange
 from jobs.repair.tier0.autofix import CommandRun
 from jobs.sandbox_workbench import write_change
+from runners import wsfs
 from runners.base import Runner
 from runners.commands import BASE_ENV
 from runners.execute import SKIP_DIRS

@@ -36,7 +36,7 @@ they get a :class:`runners.config.RepoConfig` (plain values) from here::
                                  # branch, open a verified revert PR of the culprit commit
 
 Errors name the key: ``.arcs.yml: budget.usd: expected a number, got 'lots'``
-(:class:`ArcsConfigError`, a :class:`~jobs.repair.errors.ConfigError`).
+(:class:`ArcsConfigError`, a :class:`~runners.errors.ConfigError`).
 
 Longer than 500 lines on purpose: the one schema, its readers and its table stay together.
 """
@@ -54,11 +54,11 @@ from typing import Any, Literal
 import pathspec
 import yaml
 
-from jobs.repair import wsfs
 from jobs.repair.budget import Budget
-from jobs.repair.errors import ConfigError
 from jobs.repair.tiers import TIER_REQUESTS, TierRequest
+from runners import wsfs
 from runners.config import RepoConfig
+from runners.errors import ConfigError
 
 __all__ = [
     "BUDGET_KEYS",

@@ -5,14 +5,14 @@ commit, and (``on_no_fix: revert``) offer its verified revert.
 
 * **culprit** — one commit since green: that commit (``single_commit``); several: a bisection
   (:func:`jobs.repair.bisect.bisect`) that runs only the reproduced failing targets at each probed
-  commit (the tree at that commit, :func:`runners.gittrees.tree_at`, as a change of the checkout),
+  commit (the tree at that commit, :func:`jobs.history.tree_at`, as a change of the checkout),
   at most :data:`BISECT_MAX_RUNS` runs and never more than the executions the loop left. Only after
   a reproduced failure (a flaky or unreproduced one names nobody). When tier 0 already bisected
   before its reverts (:class:`EarlyBisect`, so that the culprit's revert is offered first), that
   bisection is recorded instead, never a second one;
 * **revert** — the plan asks for it (``on_no_fix: revert``, default branch only), no forward fix
   passed and a culprit is known: the culprit is reverted on the checkout
-  (:func:`runners.gittrees.reverted`) and the exact final verification command runs on it; the
+  (:func:`jobs.history.reverted`) and the exact final verification command runs on it; the
   revert is kept only when that run passes.
 
 Every run counts in ``Budget.executions`` (:meth:`ChangeOutcome.apply` adds them, and the autofix
@@ -31,8 +31,8 @@ from typing import Any
 
 import structlog
 
+from jobs.history import Files, reverted, tree_at
 from jobs.plan import RepairPlan
-from jobs.repair import wsfs
 from jobs.repair.bisect import BisectResult, Outcome, bisect
 from jobs.repair.budget import Budget, Spend
 from jobs.repair.changes import ChangeSet
@@ -42,7 +42,7 @@ from jobs.repair.report import Culprit, RevertResult
 from jobs.repair.trace_read import Verification
 from jobs.repair.workbench import TestOutcome
 from jobs.sandbox_workbench import SandboxWorkbench
-from runners.gittrees import Files, reverted, tree_at
+from runners import wsfs
 
 log = structlog.get_logger("arcs.culprit")
 

@@ -50,9 +50,7 @@ from jobs.engine_ports import (
     worker_toolchains,
 )
 from jobs.plan import LLMRef, PlanDefaults, RepairPlan
-from jobs.repair import wsfs
 from jobs.repair.edits import EditError, apply_edits
-from jobs.repair.errors import ArcsError, ConfigError, UsageError
 from jobs.repair.llm import LLM
 from jobs.repair.loop import RepairLoop, RepairResult
 from jobs.repair.ports import Clock, Interrupt, Proposer
@@ -64,7 +62,9 @@ from jobs.repair.trace import dump_trace
 from jobs.sandbox_workbench import SandboxWorkbench, SystemClock
 from jobs.wiring import DEFAULT_MODEL, DEFAULT_PARALLEL, LLMConfig, default_parallel
 from jobs.wiring import llm_config as read_llm_config
+from runners import wsfs
 from runners.base import Runner
+from runners.errors import ArcsError, ConfigError, UsageError
 from runners.toolchains import detect_environment
 
 if TYPE_CHECKING:

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from indexing.config import IndexConfig
-from jobs.repair import wsfs
-from jobs.repair.errors import ArcsError
+from runners import wsfs
 from runners.base import Runner
+from runners.errors import ArcsError
 from runners.limits import SandboxLimits
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ def repo_toolchains(repo: Path) -> tuple[Path, ...]:
     """The repository's own Python environment, when it has an obvious one (``.venv/`` or
     ``venv/`` with a ``bin/python``): exposed read-only in the sandbox, its ``bin`` first on PATH.
 
-    The folder and its ``pyvenv.cfg`` must be real (:func:`jobs.repair.wsfs.entry_stat`, no link
+    The folder and its ``pyvenv.cfg`` must be real (:func:`runners.wsfs.entry_stat`, no link
     followed): a repository that commits ``.venv -> /some/host/venv`` does not get that host
     folder bound into its sandbox."""
     for name in (".venv", "venv"):
@@ -188,7 +188,7 @@ def worker_toolchains(prefix: str = sys.prefix, base_prefix: str = sys.base_pref
 def changed_files(workdir: Path, paths: list[str]) -> dict[str, str | None]:
     """The text of each path under ``workdir`` after the fix (``None``: deleted).
 
-    Read through :mod:`jobs.repair.wsfs`: a link, FIFO or oversized file there raises (one line,
+    Read through :mod:`runners.wsfs`: a link, FIFO or oversized file there raises (one line,
     an ``OSError``) rather than being published as deleted."""
     out: dict[str, str | None] = {}
     for rel in paths:

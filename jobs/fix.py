@@ -69,7 +69,7 @@ class FixRequest:
     apply_partial: bool = False
     """With ``apply``: also apply a ``partial`` patch (``.arcs.yml`` ``open_pr_on_partial``)."""
     changes: ChangeSet | None = None
-    """Last green -> red (``--since REF``; :func:`runners.gitchanges.read_changeset`)."""
+    """Last green -> red (``--since REF``; :func:`jobs.history.read_changeset`)."""
 
 
 def plan_of(request: FixRequest, repo_config: RepoConfig) -> plan.RepairPlan:

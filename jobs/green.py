@@ -4,7 +4,7 @@ For a failed ``workflow_run`` the base is the head commit of the newest successf
 workflow on the same branch (Actions API, :meth:`jobs.ports.GitHubGateway.last_successful_run`);
 for a run of a pull request, the merge base of its head with the base branch. The worker's clone
 is shallow: :meth:`~jobs.ports.GitHubGateway.fetch_history` deepens it to :data:`HISTORY_DEPTH`
-commits behind both ends, then :func:`runners.gitchanges.read_changeset` reads the
+commits behind both ends, then :func:`jobs.history.read_changeset` reads the
 :class:`~jobs.repair.changes.ChangeSet` in the checkout.
 
 Never fatal: no green run, a green run at this very commit, a base outside the fetched history, an
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import structlog
 
+from jobs.history import merge_base, read_changeset
 from jobs.ports import GitHubGateway
 from jobs.repair.changes import ChangeSet
-from runners.gitchanges import merge_base, read_changeset
 
 log = structlog.get_logger("arcs.green")
 

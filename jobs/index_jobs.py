@@ -49,8 +49,8 @@ from indexing.retention import drop_repo_index, index_files, is_local_repo_id, s
 from jobs.locks import DEFAULT_TIMEOUT_S, repo_lock
 from jobs.logctx import set_outcome
 from jobs.messages import DropIndex, Envelope, RefreshIndex
-from jobs.repair.errors import ConfigError
 from jobs.run import Deps, closing
+from runners.errors import ConfigError
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine

@@ -33,7 +33,7 @@ from typing import Protocol
 import structlog
 from sqlalchemy.engine import Engine
 
-from jobs.repair.errors import ArcsError
+from runners.errors import ArcsError
 
 log = structlog.get_logger("arcs.locks")
 

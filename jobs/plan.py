@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Literal
 from jobs.config import PathsConfig, paths_of
 from jobs.repair.budget import Budget
 from jobs.repair.changes import ChangeSet
-from jobs.repair.errors import ConfigError
 from jobs.repair.loop_config import GateConfig, LoopConfig
 from jobs.repair.report import MAX_FAILURE_LOG_CHARS
 from jobs.repair.tiers import TierRequest, parse_tier
 from runners.config import RepoConfig
+from runners.errors import ConfigError
 
 if TYPE_CHECKING:
     from jobs.config import ArcsConfig

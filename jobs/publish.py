@@ -34,10 +34,10 @@ from jobs.logctx import set_outcome
 from jobs.messages import JobRequest, PublishResult, RecordPrOutcome
 from jobs.policy import merge
 from jobs.ports import AttemptView, PullRequestRef
-from jobs.repair.errors import ConfigError
 from jobs.repair.report import RepairReport
 from jobs.report_summary import attempt_summary, stored_report
 from jobs.run import AttemptRun, Deps, closing
+from runners.errors import ConfigError
 
 log = structlog.get_logger("arcs.pipeline")
 

@@ -19,9 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.engine import EngineSettings, Progress, RunnerConfig, make_runner
-from jobs.repair import wsfs
 from jobs.repair.budget import Budget
-from jobs.repair.errors import UsageError
 from jobs.repair.loop import LoopConfig, RepairLoop
 from jobs.repair.ports import Clock, Proposer
 from jobs.repair.proposers.replay import ReplayDivergence, ReplayLLM, load_records
@@ -37,7 +35,9 @@ from jobs.repair.trace import (
     load_trace,
 )
 from jobs.sandbox_workbench import SandboxWorkbench, SystemClock
+from runners import wsfs
 from runners.base import Runner
+from runners.errors import UsageError
 from runners.workspace import ephemeral_workspace
 
 

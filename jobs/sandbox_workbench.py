@@ -21,7 +21,7 @@ runner, parsed per-test results.
   behaviour probe's script with the test command's interpreter and environment, in a fresh copy.
 
 The user's work tree is only ever read. Every write into a copy and every read back goes through
-:mod:`jobs.repair.wsfs` (no link followed); the probes live in each run's private folder
+:mod:`runners.wsfs` (no link followed); the probes live in each run's private folder
 (:func:`runners.workspace.private_folder`), outside the copy.
 """
 
@@ -38,7 +38,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from jobs.repair import wsfs
 from jobs.repair.behaviour import OUTPUT as PROBE_OUTPUT
 from jobs.repair.behaviour import OUTPUT_CAP as PROBE_OUTPUT_CAP
 from jobs.repair.behaviour import SCRIPT as PROBE_SCRIPT
@@ -47,6 +46,7 @@ from jobs.repair.edits import MAX_FILE_BYTES, AppliedEdits, apply_edits
 from jobs.repair.model import Edit, Failure, Frame
 from jobs.repair.spectrum import Spectrum, SpectrumScope
 from jobs.repair.workbench import TestOutcome
+from runners import wsfs
 from runners.base import PRIVATE_ENV, Runner
 from runners.commands import ResolvedCommand
 from runners.execute import run_in_workspace
@@ -178,8 +178,8 @@ def to_spectrum(data: LineSpectrum | None, run: TestRun, *, scope: SpectrumScope
 def write_change(workspace: Path, change: AppliedEdits) -> None:
     """Write ``change``'s resulting files into ``workspace`` (create, overwrite, delete; modes kept).
 
-    Through :mod:`jobs.repair.wsfs`: a path with a symlink on the way is refused
-    (:class:`~jobs.repair.wsfs.Refused`, a ``ValueError`` here), a symlink at the path itself is
+    Through :mod:`runners.wsfs`: a path with a symlink on the way is refused
+    (:class:`~runners.wsfs.Refused`, a ``ValueError`` here), a symlink at the path itself is
     replaced by the file, never written through."""
     for c in change.changes:
         try:
@@ -459,7 +459,7 @@ class SandboxWorkbench:
     def _restore(self, scratch: Path, paths: Sequence[str]) -> None:
         """Make ``paths`` in the scratch copy equal to the original tree again.
 
-        Both sides through :mod:`jobs.repair.wsfs`: a path with a link on the way is skipped; a
+        Both sides through :mod:`runners.wsfs`: a path with a link on the way is skipped; a
         regular file of the original is copied back (whatever the copy holds there now is
         replaced), an entry the original does not have is removed."""
         for rel in paths:

@@ -38,7 +38,7 @@ from jobs.broker import (
     ping_broker,
 )
 from jobs.logctx import DroppedJob, JobContextMiddleware
-from jobs.repair.errors import ArcsError, ConfigError
+from runners.errors import ArcsError, ConfigError
 
 if TYPE_CHECKING:
     import dramatiq

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from jobs.repair.errors import ArcsError
+from runners.errors import ArcsError
 
 Controller = Literal["cpu", "memory", "pids"]
 CONTROLLERS: tuple[Controller, ...] = ("cpu", "memory", "pids")

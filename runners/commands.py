@@ -29,9 +29,9 @@ from typing import Any, Literal
 
 import yaml
 
-from jobs.repair import wsfs
-from jobs.repair.errors import UsageError
+from runners import wsfs
 from runners.config import RepoConfig
+from runners.errors import UsageError
 from runners.logs import FailedStep
 from runners.results import Framework, framework_of_command
 from runners.shellenv import activate_prefix, export_pythonpath, keep_pythonpath, setup_prefix
@@ -530,7 +530,7 @@ def resolve_test_command(
 ) -> ResolvedCommand:
     """Pick the test command for ``repo`` (see the module docstring for the order).
 
-    Raises :class:`jobs.repair.errors.UsageError` when nothing applies.
+    Raises :class:`runners.errors.UsageError` when nothing applies.
     """
     repo = Path(repo)
     config = config or RepoConfig()

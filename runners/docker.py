@@ -32,10 +32,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobs.repair.errors import UsageError
 from runners.base import PRIVATE_ENV, PRIVATE_MOUNT, Execution
 from runners.egress import MAVEN_SETTINGS_NAME, RELAY_DIR, EgressPolicy
 from runners.egress_session import network_plan
+from runners.errors import UsageError
 from runners.limits import DEFAULT_OUTPUT_CAP, DEFAULT_OUTPUT_KILL, Limits, supervise
 from runners.sandbox import (
     SANDBOX_HOME,

@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 
-from jobs.repair import wsfs
+from runners import wsfs
 from runners.base import Runner
 from runners.commands import ResolvedCommand
 from runners.environment import diagnose
@@ -86,7 +86,7 @@ def list_repo_files(root: Path, *, limit: int = MAX_LISTED_FILES) -> list[str]:
 def go_packages(root: Path, files: Collection[str]) -> dict[str, str]:
     """Go import path -> repository folder, for every folder with ``.go`` files under a ``go.mod``.
 
-    Each ``go.mod`` is read through :mod:`jobs.repair.wsfs` (the tests ran in ``root``: it may be a
+    Each ``go.mod`` is read through :mod:`runners.wsfs` (the tests ran in ``root``: it may be a
     symlink, a FIFO or huge by now), its first :data:`GO_MOD_HEAD` bytes only."""
     modules: dict[str, str] = {}
     for f in files:

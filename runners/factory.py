@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from jobs.repair.errors import ConfigError
 from runners.base import Runner
 from runners.docker import DockerOptions, DockerRunner
 from runners.egress import EgressPolicy
+from runners.errors import ConfigError
 from runners.limits import SandboxLimits
 from runners.sandbox import LocalSandbox, SandboxUnavailable, UnsafeLocalRunner
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from jobs.repair import wsfs
+from runners import wsfs
 
 _CONFIG_LIMIT = 1 << 20
 """How much of a config file (``setup.cfg``, ``package.json``, ``.mocharc``) the host reads."""
@@ -263,7 +263,7 @@ def without_fail_fast(command: str, framework: str | None, *, root: Path | None 
 
 def _read(root: Path, name: str) -> str:
     """The head of the config file ``name`` of ``root`` ('' when missing or not a regular file):
-    through :mod:`jobs.repair.wsfs`, so a planted link, FIFO or huge file costs nothing."""
+    through :mod:`runners.wsfs`, so a planted link, FIFO or huge file costs nothing."""
     try:
         return wsfs.read_text(root, name, limit=_CONFIG_LIMIT, errors="replace")
     except OSError:

@@ -30,7 +30,7 @@ other runner keeps the configured timeout), :func:`install` writes the plugin, a
 :func:`read_hang` turns the event log and the dump into a :class:`HangReport`.
 
 The host never touches the repository's ``.arcs/hang`` (a repository can commit it as a symlink to
-a host folder): everything lives in the private folder, written through :mod:`jobs.repair.wsfs`,
+a host folder): everything lives in the private folder, written through :mod:`runners.wsfs`,
 and the event log, which the tests can replace, is read back through it too: no link followed, a
 FIFO never waited for, at most the last :data:`EVENTS_CAP` bytes.
 """
@@ -45,7 +45,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from jobs.repair import wsfs
+from runners import wsfs
 from runners.base import PRIVATE_ENV
 from runners.commands import ResolvedCommand
 from runners.results import TestRun

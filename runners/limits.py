@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import IO
 
-from jobs.repair.errors import UsageError
 from runners.base import KilledBy
+from runners.errors import UsageError
 
 DEFAULT_OUTPUT_CAP = 1 << 20
 """Bytes kept per stream (stdout, stderr); the rest is counted and replaced by a marker."""

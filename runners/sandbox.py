@@ -54,12 +54,12 @@ from typing import Literal, TextIO
 
 import structlog
 
-from jobs.repair import wsfs
-from jobs.repair.errors import ArcsError, UsageError
+from runners import wsfs
 from runners.base import PRIVATE_ENV, PRIVATE_MOUNT, Execution
 from runners.cgroups import CgroupError
 from runners.egress import MAVEN_SETTINGS_NAME, RELAY_DIR, EgressPolicy
 from runners.egress_session import network_plan
+from runners.errors import ArcsError, UsageError
 from runners.guard import LimitEnforcer, RunGuard
 from runners.limits import (
     DEFAULT_OUTPUT_CAP,
@@ -142,7 +142,7 @@ def sandbox_env(path: str, extra: Mapping[str, str] | None, *, home: str = SANDB
 
 
 def chown_tree(root: Path, uid: int, gid: int) -> None:
-    """``chown -hR uid:gid root`` without following symlinks (:func:`jobs.repair.wsfs.chown_tree`)."""
+    """``chown -hR uid:gid root`` without following symlinks (:func:`runners.wsfs.chown_tree`)."""
     wsfs.chown_tree(root, uid, gid)
 
 
@@ -153,7 +153,7 @@ def collect_artifacts(
 
     The sandbox can leave ``report.xml -> /root/.git-credentials`` or a FIFO behind; the host reads
     as a more privileged user, so no link is followed on the way and nothing but a regular file is
-    opened (:mod:`jobs.repair.wsfs`); anything else is left out.
+    opened (:mod:`runners.wsfs`); anything else is left out.
     """
     found: dict[str, str] = {}
     for name in names:

@@ -22,7 +22,7 @@ runs inside the sandbox like the tests (the workspace root it traces is ``$ARCS_
   normal session end). It stays under :data:`MAX_BYTES`: the least suspicious lines (lowest Ochiai,
   then the most passing tests) are dropped first and counted. Under ``pytest-xdist`` every worker
   writes its own file; :func:`read_spectrum` adds them up, each read through
-  :mod:`jobs.repair.wsfs` (no link followed, regular files only, at most :data:`READ_CAP` bytes).
+  :mod:`runners.wsfs` (no link followed, regular files only, at most :data:`READ_CAP` bytes).
 
 Python 3.11 ``sys.settrace`` only (``sys.monitoring`` would be cheaper on 3.12+). Wall time through
 ``SandboxWorkbench.spectrum`` as a ratio to the untraced diagnosis run in the same process, two
@@ -39,7 +39,7 @@ import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
-from jobs.repair import wsfs
+from runners import wsfs
 from runners.base import PRIVATE_ENV
 from runners.commands import ResolvedCommand
 from runners.hang import plain_pytest
@@ -291,7 +291,7 @@ def read_spectrum(private: Path) -> LineSpectrum | None:
     """The plugin's output in the run's ``private`` folder (workers' files added up), or None when
     none was written.
 
-    The tests can write there: each file is read through :mod:`jobs.repair.wsfs` (a symlink to a
+    The tests can write there: each file is read through :mod:`runners.wsfs` (a symlink to a
     host file, a FIFO or a folder is skipped) and at most :data:`READ_CAP` + 1 bytes of it."""
     try:
         names = [n for n in wsfs.listdir(private, TRACE_DIR) if fnmatch.fnmatchcase(n, "spectrum*.json")]

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jobs.repair import wsfs
+from runners import wsfs
 
 __all__ = ["ProjectEnvironment", "PythonEnv", "detect_environment", "source_folders", "toolchain_paths"]
 

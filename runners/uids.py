@@ -19,7 +19,7 @@ import stat
 import threading
 from pathlib import Path
 
-from jobs.repair.errors import ArcsError
+from runners.errors import ArcsError
 
 DEFAULT_STATE_DIR = Path("/run/arcs-sandbox/uids")
 SANDBOX_UID_BASE = 2_000_000_000

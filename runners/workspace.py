@@ -23,8 +23,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from jobs.repair import wsfs
-from jobs.repair.errors import ArcsError, UsageError
+from runners import wsfs
+from runners.errors import ArcsError, UsageError
 
 DEFAULT_MAX_BYTES = 4 << 30
 """Refuse to copy trees larger than this (4 GiB) unless the caller says otherwise."""
@@ -184,7 +184,7 @@ def remove_tree(path: Path) -> None:
     """Delete ``path`` and everything in it, including read-only folders; missing is fine.
 
     No link is followed and modes are changed only through descriptors
-    (:func:`jobs.repair.wsfs.remove_tree`): a tree the sandbox wrote cannot redirect the removal."""
+    (:func:`runners.wsfs.remove_tree`): a tree the sandbox wrote cannot redirect the removal."""
     wsfs.remove_tree(Path(path))
 
 

@@ -9,11 +9,14 @@ Violations are plain strings, one per (category, importer, imported, scope) so t
 them stays stable while code moves within a file:
 
 * ``[layer] RULES: a -> b`` / ``... (type-checking)``: a module-level import that breaks a contract
-  (``layers``, ``pure-core``, ``protected``); RULES is ``+``-joined when it breaks several;
+  (``layers``, ``pure-core``, ``protected``, ``leaves``...); RULES is ``+``-joined when it breaks several;
 * ``[function-level] RULES: a -> b``: an import inside a function that breaks a contract, or closes
   a cycle (``cycle``: a and b are in one strongly connected component of the run-time graph);
 * ``[cycle] a, b, c``: the members of a strongly connected component (size > 1) of the run-time
-  graph (module-level and function-level imports; TYPE_CHECKING imports never run).
+  graph (module-level and function-level imports; TYPE_CHECKING imports never run);
+* ``[typing-cycle] a, b, c``: the members of a component of the graph that counts TYPE_CHECKING
+  imports too, when it is not already a run-time cycle: code that cannot be read (or moved) one
+  module at a time, although it imports fine.
 
 Used by tests/test_import_contracts.py and scripts/import-graph.
 """
@@ -24,6 +27,7 @@ import ast
 import hashlib
 import json
 import os
+import sys
 import tempfile
 import tomllib
 from collections import defaultdict, deque
@@ -37,7 +41,7 @@ CONTRACTS = Path(__file__).resolve().parent / "import_contracts.toml"
 BASELINE = Path(__file__).resolve().parent / "fixtures" / "import_baseline.txt"
 
 Scope = Literal["module", "function", "type-checking"]
-CATEGORIES = ("layer", "function-level", "cycle")
+CATEGORIES = ("layer", "function-level", "cycle", "typing-cycle")
 
 _ENV_ATTRS = frozenset({"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"})
 _PROCESS_ATTRS = frozenset(
@@ -67,6 +71,9 @@ class Contracts:
     forbidden: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...], bool], ...]
     independence: tuple[tuple[str, tuple[str, ...]], ...]  # (name, packages that import none of the others)
     effects: Mapping[str, tuple[str, ...]]
+    leaves: tuple[str, ...] = ()
+    """Stdlib-only, effect-free modules every package may import (independence and forbidden
+    contracts do not apply to imports of them; the ``leaves`` rule keeps them stdlib-only)."""
 
     @property
     def effect_roots(self) -> tuple[str, ...]:
@@ -96,6 +103,7 @@ def load_contracts(path: Path = CONTRACTS) -> Contracts:
         ),
         independence=tuple((i["name"], tuple(i["modules"])) for i in raw.get("independence", ())),
         effects={kind: tuple(roots) for kind, roots in raw.get("effects", {}).items()},
+        leaves=tuple(raw.get("leaves", ())),
     )
 
 
@@ -356,7 +364,8 @@ class Analysis:
     import_time_components: list[list[str]]
     violations: dict[str, list[Import]] = field(default_factory=dict)  # entry -> occurrences
     typing_components: list[list[str]] = field(default_factory=list)
-    """SCCs of size > 1 when ``TYPE_CHECKING`` imports count as edges too (reported, not a contract yet)."""
+    """SCCs of size > 1 when ``TYPE_CHECKING`` imports count as edges too (a ``[typing-cycle]``
+    violation unless the component is a run-time cycle already)."""
 
     def where(self, entry: str) -> str:
         """``path:line`` of each occurrence of a baseline entry (for failure messages)."""
@@ -401,8 +410,20 @@ def _effectful(
     return why
 
 
+def _leaf_rule(imp: Import, contracts: Contracts) -> bool:
+    """A leaf importing anything but the standard library (or another leaf), or an effect root."""
+    if imp.internal:
+        return not any(under(imp.target, leaf) for leaf in contracts.leaves)
+    if _effect_root(imp.target, contracts.effect_roots) is not None:
+        return True
+    return imp.target.split(".")[0] not in sys.stdlib_module_names
+
+
 def _rules_broken(imp: Import, contracts: Contracts, effectful: Mapping[str, str]) -> list[str]:
     rules: list[str] = []
+    if any(under(imp.importer, leaf) for leaf in contracts.leaves) and _leaf_rule(imp, contracts):
+        rules.append("leaves")
+    to_leaf = imp.internal and any(under(imp.target, leaf) for leaf in contracts.leaves)
     if imp.internal:
         source_layer = _layer_index(imp.importer, contracts)
         target_layer = _layer_index(imp.target, contracts)
@@ -411,7 +432,7 @@ def _rules_broken(imp: Import, contracts: Contracts, effectful: Mapping[str, str
         for name, module, allowed in contracts.protected:
             if under(imp.target, module) and not any(under(imp.importer, a) for a in allowed):
                 rules.append(name)
-        for name, members in contracts.independence:
+        for name, members in contracts.independence if not to_leaf else ():
             source = _longest_prefix(imp.importer, members)
             target = _longest_prefix(imp.target, members)
             if source is not None and target is not None and source != target:
@@ -420,7 +441,7 @@ def _rules_broken(imp: Import, contracts: Contracts, effectful: Mapping[str, str
         if not any(under(imp.importer, s) for s in sources):
             continue
         if imp.internal:
-            if any(under(imp.target, a) for a in allowed):
+            if to_leaf or any(under(imp.target, a) for a in allowed):
                 continue
             if any(under(imp.target, f) for f in forbidden) or (forbid_effectful and imp.target in effectful):
                 rules.append(name)
@@ -473,6 +494,9 @@ def analyse(root: Path = ROOT, contracts: Contracts | None = None, cache: Path |
             analysis.violations.setdefault(entry, []).append(imp)
     for component in components:
         analysis.violations[f"[cycle] {', '.join(component)}"] = []
+    for component in analysis.typing_components:
+        if component not in components:
+            analysis.violations[f"[typing-cycle] {', '.join(component)}"] = []
     return analysis
 
 
@@ -488,7 +512,7 @@ def read_baseline(path: Path = BASELINE) -> set[str]:
 
 
 def category(entry: str) -> str:
-    """``layer``, ``function-level`` or ``cycle``."""
+    """``layer``, ``function-level``, ``cycle`` or ``typing-cycle``."""
     return entry[1 : entry.index("]")]
 
 

@@ -66,6 +66,7 @@ def test_every_module_named_by_the_contracts_exists(current: Analysis) -> None:
     for _, sources, forbidden, allowed, _ in contracts.forbidden:
         named |= {*sources, *forbidden, *allowed}
     named |= {m for _, members in contracts.independence for m in members}
+    named |= set(contracts.leaves)
     missing = sorted(p for p in named if not any(under(m, p) for m in current.modules))
     assert not missing
 
@@ -111,7 +112,7 @@ def test_layers_protected_and_independence(tmp_path: Path) -> None:
         "[layer] protected: bot.web -> bot.cli.app",
         "[layer] layers+pure-core: jobs.repair.gates -> jobs.pipeline",
         "[layer] layers: jobs.worker -> bot.errors",
-        "[layer] layers: runners.sandbox -> bot.errors",
+        "[layer] layers+ground-floor: runners.sandbox -> bot.errors",
         "[layer] independence: runners.sandbox -> indexing.files",
     }
 
@@ -142,7 +143,95 @@ def test_pure_core_forbids_effects_directly_and_through_our_modules(tmp_path: Pa
     }
 
 
-def test_type_checking_counts_for_layers_but_not_for_cycles(tmp_path: Path) -> None:
+def test_leaves_may_be_imported_by_every_package_and_import_only_the_standard_library(
+    tmp_path: Path,
+) -> None:
+    contracts = load_contracts()
+    assert contracts.leaves, "the contracts declare no leaves: this test would pass vacuously"
+    found = _violations(
+        tmp_path,
+        {
+            "runners/errors.py": "class ArcsError(Exception): ...\n",
+            "runners/wsfs.py": "import os\nimport stat\nfrom pathlib import Path\n",
+            "runners/docker.py": "import subprocess\n",
+            "indexing/files.py": "from runners import wsfs\nfrom runners.errors import ArcsError\n",
+            "jobs/repair/edits.py": "from runners import wsfs\nfrom runners.errors import ArcsError\n",
+            "jobs/repair/gates.py": "from runners import docker\n",  # not a leaf: still forbidden
+            "indexing/store.py": "from runners.docker import X\n",  # not a leaf: still independent
+        },
+    )
+    assert found == {
+        "[layer] pure-core: jobs.repair.gates -> runners.docker",
+        "[layer] independence: indexing.store -> runners.docker",
+    }
+
+
+def test_a_leaf_that_imports_our_modules_effects_or_third_party_code_is_a_violation(tmp_path: Path) -> None:
+    found = _violations(
+        tmp_path,
+        {
+            "runners/errors.py": "import time\n",  # an effect root
+            "runners/wsfs.py": (
+                "import os\n"
+                "from runners import errors\n"  # another leaf: fine
+                "from runners.docker import X\n"  # a non-leaf module of ours
+                "def f():\n    import yaml\n"  # not the standard library
+                "def g():\n    return os.environ['HOME']\n"  # the environment
+            ),
+            "runners/docker.py": "X = 1\n",
+        },
+    )
+    assert found == {
+        "[layer] leaves: runners.errors -> time",
+        "[layer] leaves: runners.wsfs -> runners.docker",
+        "[function-level] leaves: runners.wsfs -> yaml",
+        "[function-level] leaves: runners.wsfs -> os.environ",
+    }
+
+
+def test_the_ground_floor_imports_nothing_of_jobs_or_bot_at_any_scope(tmp_path: Path) -> None:
+    found = _violations(
+        tmp_path,
+        {
+            "jobs/repair/changes.py": "class ChangeSet: ...\n",
+            "jobs/repair/model.py": "X = 1\n",
+            "jobs/config.py": "X = 1\n",
+            "bot/settings.py": "X = 1\n",
+            "runners/errors.py": "class ArcsError(Exception): ...\n",
+            "runners/gitchanges.py": "from jobs.repair.changes import ChangeSet\n",  # same layer: still out
+            "runners/sandbox.py": "from runners.errors import ArcsError\n\ndef f():\n    import jobs.config\n",
+            "indexing/index.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n"
+                "    from jobs.repair.model import X\n"
+                "    from bot.settings import X\n"
+            ),
+            "indexing/files.py": "from runners import errors\n",  # a leaf: fine
+        },
+    )
+    assert found == {
+        "[layer] ground-floor: runners.gitchanges -> jobs.repair.changes",
+        "[function-level] layers+ground-floor: runners.sandbox -> jobs.config",
+        "[layer] ground-floor: indexing.index -> jobs.repair.model (type-checking)",
+        "[layer] layers+ground-floor: indexing.index -> bot.settings (type-checking)",
+    }
+
+
+def test_the_real_contracts_keep_runners_and_indexing_off_jobs_and_bot(current: Analysis) -> None:
+    contracts = load_contracts()
+    floor = [(s, f) for _, s, f, _, _ in contracts.forbidden if {"runners", "indexing"} <= set(s)]
+    assert floor and {"jobs", "bot"} <= set(floor[0][1])
+    upward = [
+        i
+        for i in current.imports
+        if i.internal
+        and any(under(i.importer, p) for p in ("runners", "indexing"))
+        and any(under(i.target, p) for p in ("jobs", "bot"))
+    ]
+    assert upward == []
+
+
+def test_type_checking_counts_for_layers_but_not_for_run_time_cycles(tmp_path: Path) -> None:
     found = _violations(
         tmp_path,
         {
@@ -159,7 +248,10 @@ def test_type_checking_counts_for_layers_but_not_for_cycles(tmp_path: Path) -> N
             "bot/settings.py": "class Settings: ...\n",
         },
     )
-    assert found == {"[layer] layers: jobs.b -> bot.settings (type-checking)"}
+    assert found == {
+        "[layer] layers: jobs.b -> bot.settings (type-checking)",
+        "[typing-cycle] jobs.a, jobs.b",  # not a run-time [cycle]
+    }
 
 
 def test_cycles_counting_type_checking_imports_are_reported_apart(tmp_path: Path) -> None:
@@ -175,6 +267,21 @@ def test_cycles_counting_type_checking_imports_are_reported_apart(tmp_path: Path
     assert analysis.components == []  # never runs: not a cycle of the run-time graph
     assert analysis.typing_components == [["jobs.a", "jobs.b"]]
     assert not any(v.startswith("[cycle]") for v in analysis.violations)
+    # ... but still a violation of its own, which the ratchet (and --check) fail on
+    assert set(analysis.violations) == {"[typing-cycle] jobs.a, jobs.b"}
+
+
+def test_a_run_time_cycle_is_not_listed_again_as_a_typing_cycle(tmp_path: Path) -> None:
+    found = _violations(
+        tmp_path,
+        {
+            "jobs/a.py": "from jobs import b\n",
+            "jobs/b.py": "from jobs import a\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from jobs import c\n",
+            "jobs/c.py": "from jobs import d\n",
+            "jobs/d.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from jobs import c\n",
+        },
+    )
+    assert found == {"[cycle] jobs.a, jobs.b", "[typing-cycle] jobs.c, jobs.d"}
 
 
 def test_function_level_imports_close_cycles_and_are_listed_apart(tmp_path: Path) -> None:
@@ -224,6 +331,7 @@ def test_the_baseline_renders_in_categories(tmp_path: Path) -> None:
     tree = _tree(tmp_path / "src", {"runners/x.py": "import bot.errors\n", "bot/errors.py": ""})
     analysis = analyse(tree, load_contracts(), tmp_path / "cache")
     text = render_baseline(analysis)
-    assert "# layer: 1\n[layer] layers: runners.x -> bot.errors\n" in text
+    assert "# layer: 1\n[layer] layers+ground-floor: runners.x -> bot.errors\n" in text
     assert "# function-level: 0\n" in text
     assert "# cycle: 0\n" in text
+    assert "# typing-cycle: 0\n" in text

@@ -1,7 +1,7 @@
-"""One way for the host to touch a workspace (issue #22): no file operation outside jobs/repair/wsfs.py.
+"""One way for the host to touch a workspace (issue #22): no file operation outside runners/wsfs.py.
 
 Every ``open``/``read_text``/``write_text``/``chmod``/``unlink``/``mkdir``/``rmtree``... in the product
-packages must either go through :mod:`jobs.repair.wsfs` or sit in a function listed below with the
+packages must either go through :mod:`runners.wsfs` or sit in a function listed below with the
 reason its paths are provably not a workspace's (ARCS_HOME, the operator's own files, package data,
 /proc, folders ARCS created outside any workspace). A new direct file operation fails this test
 until it is routed through wsfs or listed here with its reason; an entry that no longer covers a
@@ -107,9 +107,8 @@ def _calls() -> list[FileCall]:
 
 def test_every_file_operation_goes_through_wsfs_or_is_listed_with_its_reason() -> None:
     bad, stale = violations(_calls(), ALLOWED)
-    assert not bad, (
-        "file operations outside jobs/repair/wsfs.py (route them through it, or list why not):\n"
-        + ("\n".join(f"  {c.path}:{c.line} {c.call} in {c.scope}" for c in bad))
+    assert not bad, "file operations outside runners/wsfs.py (route them through it, or list why not):\n" + (
+        "\n".join(f"  {c.path}:{c.line} {c.call} in {c.scope}" for c in bad)
     )
     assert not stale, f"allowlist entries that cover no file operation any more: {stale}"
     assert all(reason.strip() for reason in ALLOWED.values())
@@ -152,7 +151,7 @@ def test_the_checker_finds_direct_file_operations() -> None:
 
 def test_the_checker_leaves_alone_what_is_not_a_file_operation() -> None:
     snippet = (
-        "from jobs.repair import wsfs\n\n"
+        "from runners import wsfs\n\n"
         "def f(ws, s, RepoIndex):\n"
         "    wsfs.write_text(ws, 'a', 'b')\n"
         "    wsfs.read_text(ws, 'a')\n"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 PACKAGES = ("bot", "jobs", "runners", "indexing")
 DATA_DIRS = ("bot/samples",)
-THE_MODULE = "jobs/repair/wsfs.py"
+THE_MODULE = "runners/wsfs.py"
 """The one module allowed to touch workspace paths (it does so without following links)."""
 
 _OS = frozenset(

@@ -16,7 +16,7 @@ Per package of :data:`bench.outside.corpus.PACKAGES` (the sdists come from the s
    check fails on it;
 3. the CI check ``ruff check --select I . && ruff format --check .`` runs in the sandbox on red
    (its own time), then :func:`jobs.repair.tier0.autofix.autofix` runs with the files changed
-   since green (:func:`runners.gitchanges.read_changeset`), and every ``fixed`` is re-checked
+   since green (:func:`jobs.history.read_changeset`), and every ``fixed`` is re-checked
    outside the loop: the change applied to a fresh copy, the check run directly on the host.
 
 Writes ``bench/change/results/autofix-<label>.json`` and prints a Markdown table.
@@ -44,10 +44,10 @@ from typing import Any
 
 from bench.outside.corpus import PACKAGES, Package, unpacked
 from jobs.command_bench import SandboxCommandBench
+from jobs.history import read_changeset
 from jobs.repair.tier0.autofix import autofix
 from jobs.sandbox_workbench import write_change
 from runners.factory import make_runner
-from runners.gitchanges import read_changeset
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"

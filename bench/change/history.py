@@ -42,6 +42,7 @@ from typing import Any
 from bench.change.redpush import git
 from bench.outside.corpus import materialize
 from bench.repair.isolate import direct_env
+from jobs.history import read_changeset
 from jobs.repair.bisect import Outcome, bisect
 from jobs.repair.budget import Budget
 from jobs.repair.changes import ChangeSet
@@ -54,7 +55,6 @@ from jobs.sandbox_workbench import SandboxWorkbench, SystemClock
 from runners.base import Runner
 from runners.commands import BASE_ENV, resolve_test_command
 from runners.factory import make_runner
-from runners.gitchanges import read_changeset
 
 HERE = Path(__file__).resolve().parent
 CASES = HERE.parent / "outside" / "cases"

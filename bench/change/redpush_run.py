@@ -11,7 +11,7 @@ retried twice with another), then
   breaking commit) and runs;
 * **fix**: :func:`jobs.fix.fix` (the ``arcs fix`` path: plan, engine, the change-aware proposer
   with formatter autofix) with ``tier 0``, no index, ``parallel 1``, budget 10 executions and 240 s per arm, and
-  ``changes`` None (no ``--since``) or :func:`runners.gitchanges.read_changeset` from green (``--since``);
+  ``changes`` None (no ``--since``) or :func:`jobs.history.read_changeset` from green (``--since``);
 * every ``fixed`` is re-checked outside the loop: the patch applied to a fresh copy and the exact
   check run directly on the host (``false_fixed``: fixed but that fails; must be 0); and judged:
   ``right`` = re-check passes, the package's own tests pass with the red commit's test files
@@ -36,12 +36,12 @@ from typing import Any
 
 from bench.change.redpush import KINDS, NODE, PACKAGES, Case, fetch, git, sh
 from bench.change.redpush_build import Rejected, build, norm
+from jobs.history import read_changeset
 from jobs.repair.bisect import Outcome, bisect
 from jobs.repair.budget import Budget
 from runners.base import Runner
 from runners.commands import BASE_ENV
 from runners.factory import make_runner
-from runners.gitchanges import read_changeset
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"

@@ -35,6 +35,7 @@ from typing import Any
 from bench.change.history import BUDGET, build, spread_cases
 from indexing.config import IndexConfig
 from indexing.index import RepoIndex
+from jobs.history import read_changeset
 from jobs.repair.budget import Budget
 from jobs.repair.changes import ChangeSet
 from jobs.repair.fakes import ScriptedLLM
@@ -48,7 +49,6 @@ from jobs.sandbox_workbench import SandboxWorkbench, SystemClock
 from runners.base import Runner
 from runners.commands import resolve_test_command
 from runners.factory import make_runner
-from runners.gitchanges import read_changeset
 
 HERE = Path(__file__).resolve().parent
 CASES = HERE.parent / "outside" / "cases"

@@ -16,7 +16,7 @@ The base commit, per event:
 it already is) with the credentials ``actions/checkout`` left in the repository's git configuration
 (``persist-credentials: true``, its default), else with ``github-token`` in the environment of that
 one git process (:class:`bot.github.git.GitAuth`: never on disk, never in argv). The work tree is not
-touched. Then :func:`runners.gitchanges.read_changeset` reads the :class:`~jobs.repair.changes.ChangeSet`.
+touched. Then :func:`jobs.history.read_changeset` reads the :class:`~jobs.repair.changes.ChangeSet`.
 
 Never fatal: an API error (403 without ``actions: read``, 404), no green run, a git failure, a base
 outside the fetched history — the repair runs without the signal and :attr:`ChangeSignal.note` (one
@@ -34,7 +34,7 @@ import structlog
 from bot.github.client import github_errors
 from bot.github.git import GitAuth, run_git
 from jobs.green import HISTORY_DEPTH, ChangeSignal, no_signal, signal_between
-from runners.gitchanges import merge_base
+from jobs.history import merge_base
 
 if TYPE_CHECKING:
     from bot.action.env import ActionEnv

@@ -13,7 +13,7 @@ from bot.action.event import Target
 from bot.errors import ConfigError
 from bot.github import GitHubError
 from bot.settings import Settings
-from jobs.repair import wsfs
+from runners import wsfs
 
 if TYPE_CHECKING:
     from bot.github.client import InstallationClient

@@ -55,7 +55,7 @@ from bot.errors import ArcsError, ConfigError
 from bot.github import GitHubError
 from bot.settings import Settings
 from jobs.render import RepairSummary
-from jobs.repair import wsfs
+from runners import wsfs
 
 if TYPE_CHECKING:
     from bot.github.client import InstallationClient
@@ -107,7 +107,7 @@ def fix_changes(report: FixReport) -> AppliedEdits:
         copy = Path(tmp)
         for rel in dict.fromkeys(edit.path for edit in report.result.edits):
             # The edit's path as the repair saw it (a folder link inside the workspace resolved),
-            # then read without following anything (jobs.repair.wsfs); a missing file is created.
+            # then read without following anything (runners.wsfs); a missing file is created.
             try:
                 source = (root / rel).resolve()
                 if not source.is_relative_to(root):

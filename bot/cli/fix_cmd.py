@@ -183,7 +183,7 @@ def run_fix(args: argparse.Namespace, ctx: Context) -> int:
         raise UsageError("fix: --jobs must be at least 1")
     changes = None
     if args.since:
-        from runners.gitchanges import read_changeset
+        from jobs.history import read_changeset
 
         changes = read_changeset(args.path, args.since)
         ctx.out.info(

@@ -32,7 +32,7 @@ from bot.github.git import (
 )
 from jobs.ports import PullRequestRef
 from jobs.render import MAX_BODY_CHARS, MAX_CHECK_TEXT, STATUS_MARKER_RE, truncate
-from jobs.repair import wsfs
+from runners import wsfs
 
 log = structlog.get_logger(__name__)
 
@@ -119,7 +119,7 @@ def _safe_rel(path: str) -> str:
 
 
 def _write_files(root: Path, files: Mapping[str, str | None]) -> None:
-    # Through jobs.repair.wsfs: the clone is the repository's; a link on the way is refused.
+    # Through runners.wsfs: the clone is the repository's; a link on the way is refused.
     for path, content in files.items():
         rel = _safe_rel(path)
         try:

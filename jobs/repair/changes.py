@@ -3,7 +3,7 @@
 :class:`ChangeSet` holds the base and head commits, the commits in between (oldest first, with
 title and author, and each commit's own patch), and the cumulative diff per file with its hunks.
 It is built from git's text output by :func:`changeset_from_git` (pure parsing); the git calls
-live in the adapter :mod:`runners.gitchanges`. The core uses it for revert candidates
+live in the adapter :mod:`jobs.history`. The core uses it for revert candidates
 (:mod:`jobs.repair.tier0.reverts`), for culprit bisection (:mod:`jobs.repair.bisect`) and for the
 "introduced by" line of a report.
 """

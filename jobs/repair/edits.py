@@ -4,7 +4,7 @@ Failures are data: :class:`EditError` carries a ``reason`` written for the model
 verbatim), e.g. ``old text occurs 3 times in src/a.py; include more context to make it unique``.
 
 Paths are canonicalized first (a symlinked folder inside the workspace resolves to its target, a
-symlinked file is refused); every read and write then goes through :mod:`jobs.repair.wsfs`, so a
+symlinked file is refused); every read and write then goes through :mod:`runners.wsfs`, so a
 link planted on the canonical path by the time of use is refused, never followed.
 """
 
@@ -18,9 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from jobs.repair import wsfs
 from jobs.repair.diffing import DEFAULT_MODE, unified_diff
 from jobs.repair.model import Edit
+from runners import wsfs
 
 MAX_FILE_BYTES = 2_000_000
 """Larger files are not edited (generated or data files; a model cannot have read them)."""

@@ -31,7 +31,7 @@ from jobs.repair.spectrum import Spectrum
 
 if TYPE_CHECKING:
     from indexing.model import Query, SearchHit
-    from jobs.repair.tools import ToolResult
+    from jobs.repair.llm import ToolResult
 
 from jobs.repair.workbench import TestOutcome
 
@@ -467,7 +467,7 @@ class ScriptedLLM:
 
 class FakeToolBox:
     """In-process :class:`~jobs.repair.tools.ToolBox`: answers each tool from ``answers`` (a
-    :class:`~jobs.repair.tools.ToolResult` or a callable ``args -> ToolResult``), records every call;
+    :class:`~jobs.repair.llm.ToolResult` or a callable ``args -> ToolResult``), records every call;
     an unknown tool gets an error result, as the real box gives."""
 
     def __init__(
@@ -491,7 +491,7 @@ class FakeToolBox:
 
     def call(self, name: str, args: object) -> ToolResult:
         """The scripted answer."""
-        from jobs.repair.tools import ToolResult
+        from jobs.repair.llm import ToolResult
 
         self.calls.append((name, args))
         answer = self.answers.get(name)

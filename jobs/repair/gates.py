@@ -19,10 +19,10 @@ from pathlib import Path
 import pathspec
 
 from indexing.languages import code_language, is_test_path, parser_for
-from jobs.repair import wsfs
 from jobs.repair.diffing import DiffStats, FilePatch, HunkLine, parse_patch
 from jobs.repair.edits import AppliedEdits, EditError
 from jobs.repair.model import GateResult
+from runners import wsfs
 
 _MAX_LISTED = 20
 

@@ -118,6 +118,15 @@ class ToolSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a tool call gives back: the text for the model, and its cost in executions."""
+
+    text: str
+    is_error: bool = False
+    executions: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class LLMRequest:
     """One model call, independent of any SDK."""
 
@@ -383,6 +392,7 @@ __all__ = [
     "Message",
     "TextBlock",
     "ToolCall",
+    "ToolResult",
     "ToolResultBlock",
     "ToolSpec",
     "ToolUseBlock",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -145,3 +147,17 @@ class GateResult:
     passed: bool
     detail: str = ""
     data: Mapping[str, object] = field(default_factory=dict)
+
+
+def normalize_repo_path(path: object) -> str | None:
+    """A clean repository-relative POSIX path, or None when ``path`` is empty, absolute or escapes
+    (a path the model named: tool inputs, planned and proposed edits)."""
+    if not isinstance(path, str):
+        return None
+    text = path.strip().replace("\\", "/")
+    if not text or text.startswith("/") or re.match(r"^[A-Za-z]:", text) or "\x00" in text:
+        return None
+    norm = posixpath.normpath(text)
+    if norm in (".", "") or norm == ".." or norm.startswith("../"):
+        return None
+    return norm

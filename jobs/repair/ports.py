@@ -5,6 +5,8 @@
 - ``Runner`` (``runners.base.Runner``: ``runners.sandbox.LocalSandbox``; fake: ``runners.fake.FakeRunner``)
 - ``Gate`` (``jobs.repair.gates``)
 - :class:`Clock` (wall time is read only through it, so replays are exact)
+- :class:`Tools` (a round's tools for the proposer: ``tools_session.ToolSession``, over the live
+  tool box or, on replay, over ``RecordedTools``; fake: ``FakeToolBox`` in a session)
 - :class:`Interrupt` (optional: someone outside asks the repair to stop; the pipeline answers
   from the store, a replay answers from the trace)
 """
@@ -13,14 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from jobs.repair.budget import Budget
-from jobs.repair.model import Evidence, Feedback, Proposal
+from jobs.repair.llm import ToolResult, ToolSpec
+from jobs.repair.model import Evidence, Feedback, Proposal, Usage
 from jobs.repair.task import RepairTask
-
-if TYPE_CHECKING:
-    from jobs.repair.tools_session import ToolSession
 
 
 @runtime_checkable
@@ -33,6 +33,59 @@ class SourceView(Protocol):
 
     def files(self) -> Sequence[str]:
         """All indexable files, sorted."""
+        ...
+
+
+class Tools(Protocol):
+    """What :attr:`ProposalRequest.tools` is: one round's tools with their call limit and log
+    (:class:`jobs.repair.tools_session.ToolSession` conforms). Declared here, on values only, so
+    the ports import no session module."""
+
+    @property
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """The tools offered."""
+        ...
+
+    @property
+    def calls_left(self) -> int:
+        """Calls the round may still make."""
+        ...
+
+    @property
+    def max_calls(self) -> int:
+        """The round's call limit."""
+        ...
+
+    @property
+    def result_chars(self) -> int:
+        """The longest result a tool sends."""
+        ...
+
+    @property
+    def context_chars(self) -> int | None:
+        """The largest request the conversation may send (None: no cap)."""
+        ...
+
+    @property
+    def log(self) -> list[dict[str, Any]]:
+        """One record per call, in order (stored in the round's ``tool_calls``)."""
+        ...
+
+    def call(
+        self,
+        call_id: str,
+        name: str,
+        args: object,
+        *,
+        variant: str = "",
+        turn: int = 0,
+        usage: Usage | None = None,
+        role: str = "proposer",
+        final: str = "propose_patch",
+        offered: frozenset[str] | None = None,
+        limit: int | None = None,
+    ) -> ToolResult:
+        """Answer one call, or refuse it (limit, executions), and record it."""
         ...
 
 
@@ -53,7 +106,7 @@ class ProposalRequest:
     """How many candidates the controller would like (diversified prompting)."""
     tried: frozenset[str] = frozenset()
     """Normalized-patch keys already executed; proposers should not repeat them."""
-    tools: ToolSession | None = None
+    tools: Tools | None = None
     """The round's active-retrieval tools (``open``, ``search``, ``symbol``, ``run_tests``) with
     their call limit and budget; None when the tier allows none (:mod:`jobs.repair.tools_session`)."""
 

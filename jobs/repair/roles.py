@@ -18,15 +18,13 @@ after failed attempts; :func:`explain` produces ARKS's "explained code" query fo
 from __future__ import annotations
 
 import json
-import posixpath
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from jobs.repair.change_context import section_budget
 from jobs.repair.llm import LLM, LLMRequest, LLMResponse, Message, ToolSpec
-from jobs.repair.model import Evidence, Feedback, Usage
+from jobs.repair.model import Evidence, Feedback, Usage, normalize_repo_path
 from jobs.repair.prompts import (
     NONE,
     clip,
@@ -40,7 +38,7 @@ from jobs.repair.prompts import (
 )
 from jobs.repair.task import RepairTask
 
-if TYPE_CHECKING:  # the tool modules import this one (normalize_repo_path)
+if TYPE_CHECKING:
     from jobs.repair.proposers.tooluse import RoleTools
 
 MAX_CODE_CHARS = 40_000
@@ -248,19 +246,6 @@ EXPLAIN_TOOL = ToolSpec(
 
 
 # --- helpers -------------------------------------------------------------------------------------
-
-
-def normalize_repo_path(path: object) -> str | None:
-    """A clean repository-relative POSIX path, or None when ``path`` is empty, absolute or escapes."""
-    if not isinstance(path, str):
-        return None
-    text = path.strip().replace("\\", "/")
-    if not text or text.startswith("/") or re.match(r"^[A-Za-z]:", text) or "\x00" in text:
-        return None
-    norm = posixpath.normpath(text)
-    if norm in (".", "") or norm == ".." or norm.startswith("../"):
-        return None
-    return norm
 
 
 def tool_input(response: LLMResponse, tool: str) -> tuple[dict[str, object] | None, str]:
@@ -621,7 +606,6 @@ __all__ = [
     "clarify",
     "design_test",
     "explain",
-    "normalize_repo_path",
     "plan",
     "should_plan",
     "tool_input",

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from jobs.repair.llm import ToolSpec
+from jobs.repair.llm import ToolResult, ToolSpec
+from jobs.repair.model import normalize_repo_path
 from jobs.repair.ports import SourceView
-from jobs.repair.roles import normalize_repo_path
 from jobs.repair.task import sanitize_untrusted
 
 if TYPE_CHECKING:
@@ -38,15 +37,6 @@ EXECUTING_TOOLS = frozenset({"run_tests"})
 DEFAULT_LINES = 150
 MAX_CALLERS = 15
 MAX_SELECTION = 20
-
-
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    """What a tool call gives back: the text for the model, and its cost in executions."""
-
-    text: str
-    is_error: bool = False
-    executions: int = 0
 
 
 @runtime_checkable
@@ -382,7 +372,6 @@ __all__ = [
     "Searcher",
     "TestsFn",
     "ToolBox",
-    "ToolResult",
     "clip",
     "error",
     "numbered",

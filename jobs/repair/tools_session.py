@@ -44,10 +44,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from indexing.languages import is_test_path
-from jobs.repair.llm import ToolSpec
+from jobs.repair.llm import ToolResult, ToolSpec
 from jobs.repair.model import Evidence, Usage
 from jobs.repair.prompts import MAX_EVIDENCE_ITEM_CHARS
-from jobs.repair.tools import EXECUTING_TOOLS, RepoToolBox, Searcher, ToolBox, ToolResult, clip, error
+from jobs.repair.tools import EXECUTING_TOOLS, RepoToolBox, Searcher, ToolBox, clip, error
 from jobs.repair.trace import ReplayMismatch
 
 if TYPE_CHECKING:

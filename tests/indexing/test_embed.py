@@ -20,7 +20,7 @@ from indexing.embed import (
 from indexing.embedders import embedder_for
 from indexing.model import Chunk
 from indexing.registry import make_embedder
-from jobs.repair.errors import ConfigError
+from runners.errors import ConfigError
 
 
 class CountingEmbedder:

@@ -18,7 +18,7 @@ import pytest
 from indexing import minilm_weights
 from indexing.minilm_graph import build_bert_mean_pooling
 from indexing.minilm_weights import ModelFiles, bundled_model, parse_safetensors
-from jobs.repair.errors import ConfigError
+from runners.errors import ConfigError
 
 CONFIG: dict[str, Any] = {
     "model_type": "bert",

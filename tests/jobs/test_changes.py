@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from jobs.history import GitChangeError, merge_base, read_changeset, resolve
 from jobs.repair.changes import ChangeSet, head_range
-from runners.gitchanges import GitChangeError, merge_base, read_changeset, resolve
 from tests.conftest import MakeRepo, git
 
 CALC = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"

@@ -18,6 +18,7 @@ from jobs.culprit import changes_line, judge
 from jobs.engine import EngineConfig, EnginePorts, execute, run
 from jobs.fakes import FakeGitHubGateway
 from jobs.green import change_signal
+from jobs.history import read_changeset, reverted, tree_at
 from jobs.plan import PlanDefaults, RepairPlan, RepairRequest, for_cli, on_no_fix_for, plan_for
 from jobs.ports import WorkflowRunRef
 from jobs.repair.budget import Budget
@@ -26,8 +27,6 @@ from jobs.repair.workbench import TestOutcome
 from runners.base import Execution
 from runners.config import RepoConfig
 from runners.fake import FakeCall, FakeRunner, fake_execution
-from runners.gitchanges import read_changeset
-from runners.gittrees import reverted, tree_at
 from tests.bot.test_cli_fix import FIXTURES, RULES, TARGET, scripted_pytest
 
 BROKEN = "    return age > ADULT_AGE\n"

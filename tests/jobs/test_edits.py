@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from jobs.repair import wsfs
 from jobs.repair.edits import MAX_FILE_BYTES, AppliedEdits, EditError, FileChange, apply_edits
 from jobs.repair.model import Edit
+from runners import wsfs
 from tests.conftest import write_tree
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from jobs.history import read_changeset
 from jobs.repair.edits import apply_edits
 from jobs.repair.model import Failure, Frame
 from jobs.repair.tier0.reverts import frame_culprit, revert_candidates
-from runners.gitchanges import read_changeset
 from tests.conftest import MakeRepo, git
 
 BASE = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(12))

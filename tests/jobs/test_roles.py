@@ -8,7 +8,7 @@ import pytest
 
 from jobs.llm_anthropic import AnthropicLLM
 from jobs.repair.llm import LLMError
-from jobs.repair.model import Evidence, Failure, Feedback
+from jobs.repair.model import Evidence, Failure, Feedback, normalize_repo_path
 from jobs.repair.prompts import load_prompt
 from jobs.repair.roles import (
     canonical_subgoals,
@@ -17,7 +17,6 @@ from jobs.repair.roles import (
     clarify,
     design_test,
     explain,
-    normalize_repo_path,
     plan,
     should_plan,
 )

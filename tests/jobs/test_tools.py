@@ -16,6 +16,7 @@ from jobs.repair.llm import (
     LLMRequest,
     Message,
     TextBlock,
+    ToolResult,
     ToolResultBlock,
     ToolSpec,
     ToolUseBlock,
@@ -24,7 +25,7 @@ from jobs.repair.llm import (
     wire_params,
 )
 from jobs.repair.model import Failure, Frame, Usage
-from jobs.repair.tools import RepoToolBox, ToolResult
+from jobs.repair.tools import RepoToolBox
 from jobs.repair.tools_session import RecordedTools, ToolReplayMismatch, ToolSession
 from jobs.repair.workbench import TestOutcome
 

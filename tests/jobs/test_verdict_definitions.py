@@ -165,7 +165,7 @@ def test_since_the_last_green_commit_a_failure_proven_there_leaves_partial(
     import sys
 
     from jobs.fix import FixRequest, fix
-    from runners.gitchanges import read_changeset
+    from jobs.history import read_changeset
 
     repo = make_repo({"calc.py": CALC, "tests/test_calc.py": CALC_TESTS})
     (repo / "calc.py").write_text(CALC.replace(">=", ">"), encoding="utf-8")

@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 
 import bot.errors
-import jobs.repair.errors
+import runners.errors
 from runners.commands import resolve_test_command
 
 
-def test_bot_errors_are_the_core_errors() -> None:
+def test_bot_errors_are_the_ground_floor_errors() -> None:
     for name in ("ArcsError", "ConfigError", "UsageError"):
-        assert getattr(bot.errors, name) is getattr(jobs.repair.errors, name)
+        assert getattr(bot.errors, name) is getattr(runners.errors, name)
 
 
 def test_a_runner_usage_error_is_caught_as_bot_usage_error_with_exit_code_2(tmp_path: Path) -> None:

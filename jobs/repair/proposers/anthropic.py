@@ -38,12 +38,12 @@ from dataclasses import replace
 from jobs.repair.budget import Budget
 from jobs.repair.llm import LLM, LLMError, LLMRequest, LLMResponse, Message, ToolSpec
 from jobs.repair.meter import BudgetMeter
-from jobs.repair.model import Edit, EditKind, Proposal
+from jobs.repair.model import Edit, EditKind, Proposal, normalize_repo_path
 from jobs.repair.ports import ProposalRequest
 from jobs.repair.pricing import PriceTable
 from jobs.repair.prompts import PackedContext, load_prompt, pack_context, render
 from jobs.repair.proposers.tooluse import converse
-from jobs.repair.roles import normalize_repo_path, tool_input
+from jobs.repair.roles import tool_input
 
 VARIANTS: tuple[str, ...] = ("minimal", "root_cause", "test_expectation", "callers")
 REQUEST_SLACK = 400

@@ -45,6 +45,7 @@ from jobs.repair.llm import (
 )
 from jobs.repair.meter import BudgetMeter
 from jobs.repair.model import Usage
+from jobs.repair.ports import Tools
 from jobs.repair.tools import EXECUTING_TOOLS
 from jobs.repair.tools_session import ToolSession
 
@@ -74,7 +75,7 @@ class Conversation:
 def converse(
     llm: LLM,
     base: LLMRequest,
-    session: ToolSession,
+    session: Tools,
     meter: BudgetMeter,
     *,
     variant: str,

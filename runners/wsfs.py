@@ -23,9 +23,10 @@ this module, which
 The root itself is trusted: ARCS made it (an ephemeral copy) or the operator named it; it is
 opened once, following links, as the operator would expect.
 
-It lives in ``jobs/repair`` although its main users are ``runners``: it is the one layer that
-``runners``, ``indexing`` and the repair core (``jobs/repair/edits.py``) may all import (the import
-contracts keep ``runners`` and ``indexing`` apart), and it imports only the standard library.
+It lives in ``runners`` (most of its users are runners: the workspace, the sandbox, execution)
+as a stdlib-only leaf that ``indexing`` and the repair core (``jobs/repair/edits.py``) may import
+too: the import contracts keep ``runners`` and ``indexing`` apart and the core pure, except for the
+modules they list under ``leaves``, which must import only the standard library and have no effects.
 ``tests/test_workspace_io.py`` fails on any file operation in the product packages outside this
 module that is not on its commented allowlist of non-workspace paths.
 """

@@ -1,4 +1,4 @@
-"""jobs.repair.wsfs: the one way the host touches a workspace (issue #22)."""
+"""runners.wsfs: the one way the host touches a workspace (issue #22)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.repair import wsfs
+from runners import wsfs
 from runners.workspace import private_folder
 
 
@@ -155,7 +155,7 @@ def test_remove_tree_as_an_unprivileged_owner_opens_locked_folders_through_their
     script = (
         "import os, sys\n"
         "from pathlib import Path\n"
-        "from jobs.repair import wsfs\n"
+        "from runners import wsfs\n"
         "ws = Path(sys.argv[1]) / 'ws'\n"
         "(ws / 'a' / 'b').mkdir(parents=True)\n"
         "(ws / 'a' / 'b' / 'f').write_text('x')\n"

@@ -1,8 +1,9 @@
 """Errors that reach a user as one clear line.
 
-They live in the innermost layer (the pure core) so that every layer (jobs/repair, runners,
-indexing, jobs, bot) raises the same types and the CLI maps them to exit codes in one place.
-:mod:`bot.errors` re-exports them, so existing ``except`` sites keep working unchanged.
+They live on the ground floor, in a stdlib-only leaf that every package may import (the import
+contracts list it under ``leaves``), so every layer (runners, indexing, jobs/repair, jobs, bot)
+raises the same types and the CLI maps them to exit codes in one place. :mod:`bot.errors`
+re-exports them, so existing ``except`` sites keep working unchanged.
 """
 
 from __future__ import annotations
