@@ -36,7 +36,7 @@ import structlog
 from jobs import render
 from jobs.admission import Admitted, admit
 from jobs.branches import branch_name
-from jobs.config import CONFIG_LIMIT, ArcsConfig, from_repo_config, load, load_repo_config
+from jobs.config import CONFIG_LIMIT, ArcsConfig, SetupNetwork, from_repo_config, load, load_repo_config
 from jobs.failures import Triage, failure_key, join, triage
 from jobs.green import ChangeSource, change_signal
 from jobs.messages import JobRequest, RepairCiFailure, RepairIssue
@@ -153,7 +153,7 @@ def checkout_config(workdir: Path) -> ArcsConfig:
             test=runner.test,
             timeout_s=runner.timeout_s,
             memory_mb=runner.memory_mb,
-            setup_allow=runner.setup_allow,
+            setup_network=SetupNetwork(allow=runner.setup_allow),
         )
 
 
