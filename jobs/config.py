@@ -1,5 +1,8 @@
 """The one ``.arcs.yml`` schema: what a repository can say to ARCS, and its two readers.
 
+The file is ``.arcs.yml`` (or ``.arcs.yaml``) at the repository root, or ``.github/arcs.yml``
+(:data:`CONFIG_NAMES`); a repository with two of them is an error naming both.
+
 :func:`parse` reads the whole file the App's way: every key is validated and an unknown key is an
 error with a did-you-mean (a typo must not silently turn a setting off). :func:`parse_repo_config`
 reads only the runner keys (``test``, ``setup``, ``timeout_s``, ``memory_mb``, ``setup_network``)
@@ -92,7 +95,9 @@ __all__ = [
     "paths_of",
 ]
 
-CONFIG_NAMES: tuple[str, ...] = (".arcs.yml", ".arcs.yaml")
+CONFIG_NAMES: tuple[str, ...] = (".arcs.yml", ".arcs.yaml", ".github/arcs.yml")
+"""Where a repository keeps its ARCS configuration: the root, or ``.github/`` (Probot's place for an
+app's file). One of them: a repository with two is an error naming both, never a silent pick."""
 CONFIG_LIMIT = 1 << 20
 """The largest ``.arcs.yml`` read from a repository (1 MiB)."""
 
@@ -106,8 +111,17 @@ class ArcsConfigError(ConfigError):
 
 
 def _name(path: str | Path) -> str:
-    """The file's name as messages show it."""
-    return Path(path).name
+    """The file's name as messages show it: repository-relative (``.github/arcs.yml``)."""
+    file = Path(path)
+    return f".github/{file.name}" if file.parent.name == ".github" else file.name
+
+
+def _only_one(found: list[str]) -> None:
+    """Two configuration files: which one ARCS would follow is a guess, so neither is read."""
+    if len(found) > 1:
+        raise ArcsConfigError(
+            f"{' and '.join(found)} both configure ARCS; keep one of them (ARCS reads a single file)"
+        )
 
 
 def _yaml_mapping(text: str, name: str) -> dict[str, Any]:
@@ -164,16 +178,17 @@ def parse_repo_config(text: str, *, path: Path = Path(".arcs.yml")) -> RepoConfi
 
 
 def load_repo_config(repo: Path) -> RepoConfig:
-    """Read ``repo/.arcs.yml`` (or ``.arcs.yaml``) leniently; defaults when there is none."""
-    for name in CONFIG_NAMES:
-        candidate = Path(repo) / name
-        if wsfs.entry_stat(Path(repo), name) is not None:
-            try:
-                text = wsfs.read_text(Path(repo), name, limit=CONFIG_LIMIT, whole=True)
-            except (OSError, UnicodeDecodeError) as exc:
-                raise ConfigError(f"cannot read {candidate}: {exc}") from exc
-            return parse_repo_config(text, path=candidate)
-    return RepoConfig()
+    """Read the folder's config (:data:`CONFIG_NAMES`) leniently; defaults when there is none."""
+    found = [name for name in CONFIG_NAMES if wsfs.entry_stat(Path(repo), name) is not None]
+    _only_one(found)
+    if not found:
+        return RepoConfig()
+    candidate = Path(repo) / found[0]
+    try:
+        text = wsfs.read_text(Path(repo), found[0], limit=CONFIG_LIMIT, whole=True)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {candidate}: {exc}") from exc
+    return parse_repo_config(text, path=candidate)
 
 
 def paths_of(runner: RepoConfig) -> PathsConfig:
@@ -194,12 +209,14 @@ def parse(text: str, *, path: str = ".arcs.yml") -> ArcsConfig:
 
 
 def load(read: Callable[[str], str | None]) -> ArcsConfig:
-    """The first of ``.arcs.yml``/``.arcs.yaml`` that ``read(path)`` returns (defaults when none)."""
-    for candidate in CONFIG_NAMES:
-        text = read(candidate)
-        if text is not None:
-            return parse(text, path=candidate)
-    return ArcsConfig()
+    """The one of :data:`CONFIG_NAMES` that ``read(path)`` returns (defaults when none; two: an
+    :class:`ArcsConfigError` naming both)."""
+    found = [(name, text) for name in CONFIG_NAMES if (text := read(name)) is not None]
+    _only_one([name for name, _ in found])
+    if not found:
+        return ArcsConfig()
+    name, text = found[0]
+    return parse(text, path=name)
 
 
 def from_repo_config(config: RepoConfig) -> ArcsConfig:
@@ -215,7 +232,7 @@ def from_repo_config(config: RepoConfig) -> ArcsConfig:
             data[key] = value
     if config.setup_allow:
         data["setup_network"] = {"allow": list(config.setup_allow)}
-    path = config.path.name if config.path is not None else ".arcs.yml"
+    path = _name(config.path) if config.path is not None else ".arcs.yml"
     parsed = parse(yaml.safe_dump(data), path=path)
     return parsed if config.path is not None or data else ArcsConfig()
 

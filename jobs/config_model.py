@@ -222,7 +222,7 @@ class ArcsConfig(_Section):
         title="ARCS repository configuration",
         json_schema_extra={
             "description": "Configuration of ARCS, the bot that repairs failing CI and labelled issues: "
-            "`.arcs.yml` at the repository root."
+            "`.arcs.yml` at the repository root or `.github/arcs.yml`."
         },
     )
 

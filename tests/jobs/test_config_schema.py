@@ -82,7 +82,11 @@ def test_the_schema_is_draft_2020_12_and_ready_for_schemastore() -> None:
     assert SCHEMA["additionalProperties"] is False and list(SCHEMA["properties"]) == list(yaml_keys())
     assert all(prop.get("description") for prop in SCHEMA["properties"].values())
     assert "path" not in SCHEMA["properties"]  # the model's record of the file, not a key
-    assert config_schema.CATALOG_ENTRY["fileMatch"] == ["**/.arcs.yml", "**/.arcs.yaml"]
+    assert config_schema.CATALOG_ENTRY["fileMatch"] == [
+        "**/.arcs.yml",
+        "**/.arcs.yaml",
+        "**/.github/arcs.yml",
+    ]
 
 
 def test_there_are_examples_and_every_unmarked_yaml_block_is_something_else() -> None:
