@@ -90,6 +90,7 @@ __all__ = [
     "load",
     "load_local",
     "load_repo_config",
+    "merge",
     "parse",
     "parse_repo_config",
     "paths_of",
@@ -111,7 +112,10 @@ class ArcsConfigError(ConfigError):
 
 
 def _name(path: str | Path) -> str:
-    """The file's name as messages show it: repository-relative (``.github/arcs.yml``)."""
+    """The file's name as messages show it: repository-relative (``.github/arcs.yml``), or
+    ``owner/repo:file`` for another repository's (organisation defaults)."""
+    if ":" in str(path):
+        return str(path)
     file = Path(path)
     return f".github/{file.name}" if file.parent.name == ".github" else file.name
 
@@ -208,15 +212,60 @@ def parse(text: str, *, path: str = ".arcs.yml") -> ArcsConfig:
     return _validate(ArcsConfig, _yaml_mapping(text, name), name, path=path)
 
 
-def load(read: Callable[[str], str | None]) -> ArcsConfig:
-    """The one of :data:`CONFIG_NAMES` that ``read(path)`` returns (defaults when none; two: an
-    :class:`ArcsConfigError` naming both)."""
+Reader = Callable[[str], str | None]
+"""A repository's file text by path (None: no such file)."""
+
+
+def _find(read: Reader, repo: str = "") -> tuple[str, str] | None:
+    """The one config file ``read`` sees, as (name, text); ``repo``: another repository's."""
     found = [(name, text) for name in CONFIG_NAMES if (text := read(name)) is not None]
-    _only_one([name for name, _ in found])
-    if not found:
+    _only_one([f"{repo}:{name}" if repo else name for name, _ in found])
+    return found[0] if found else None
+
+
+def load(read: Reader, *, org: Callable[[str], Reader] | None = None) -> ArcsConfig:
+    """The one of :data:`CONFIG_NAMES` that ``read(path)`` returns (defaults when none; two: an
+    :class:`ArcsConfigError` naming both).
+
+    ``org(repo)`` reads another repository (the App's gateway gives it): a file that says
+    ``extends: <org>/.github`` gets that repository's config as defaults under its own keys,
+    each file validated on its own first (an error names the file at fault). Without ``org``
+    (a local folder) ``extends`` is validated and not followed.
+    """
+    found = _find(read)
+    if found is None:
         return ArcsConfig()
-    name, text = found[0]
-    return parse(text, path=name)
+    name, text = found
+    config = parse(text, path=name)
+    if config.extends is None or org is None:
+        return config
+    base = _find(org(config.extends), config.extends)
+    if base is None:
+        raise ArcsConfigError(
+            f"{name}: extends: {config.extends} has no {' or '.join(CONFIG_NAMES)}", key="extends"
+        )
+    base_name = f"{config.extends}:{base[0]}"
+    defaults = parse(base[1], path=base_name)
+    if defaults.extends is not None:
+        raise ArcsConfigError(f"{base_name}: extends: organisation defaults extend nothing", key="extends")
+    merged = merge(_yaml_mapping(base[1], base_name), _yaml_mapping(text, name))
+    return _validate(ArcsConfig, merged, name, path=name)
+
+
+def merge(defaults: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, Any]:
+    """``own`` over ``defaults``: a key the repository sets wins; in a section (``budget``,
+    ``paths``…) key by key, so an organisation's ``budget.usd`` stays under a repository's
+    ``budget.iterations``. Lists are replaced, not joined. A ``null`` value keeps the default."""
+    merged = dict(defaults)
+    for key, value in own.items():
+        if value is None:
+            continue
+        base = merged.get(key)
+        if isinstance(base, dict) and isinstance(value, dict):
+            merged[key] = {**base, **{k: v for k, v in value.items() if v is not None}}
+        else:
+            merged[key] = value
+    return merged
 
 
 def from_repo_config(config: RepoConfig) -> ArcsConfig:

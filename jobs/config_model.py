@@ -45,6 +45,7 @@ from runners.config import RepoConfig
 __all__ = [
     "DEFAULT_DENIED",
     "ON_NO_FIX",
+    "ORG_DEFAULTS",
     "RUNNER_KEYS",
     "ArcsConfig",
     "BudgetConfig",
@@ -60,6 +61,8 @@ DEFAULT_DENIED: tuple[str, ...] = (".github/workflows/",)
 """Workflow files: changing them needs the ``workflows`` permission ARCS does not ask for."""
 OnNoFix = Literal["report", "revert"]
 ON_NO_FIX: tuple[OnNoFix, ...] = ("report", "revert")
+ORG_DEFAULTS = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/\.github$"
+"""``extends:``: an organisation's (or user's) ``.github`` repository, nothing else."""
 RUNNER_KEYS = ("test", "setup", "timeout_s", "memory_mb", "setup_network")
 """The keys the runners read (:class:`runners.config.RepoConfig`); their errors keep the
 runner's wording (`` `timeout_s` must be … ``), which ``arcs fix`` has always printed."""
@@ -270,6 +273,11 @@ class ArcsConfig(_Section):
         description="No forward fix passes: `report` it, or (default branch, culprit known) `revert`: "
         "open a verified revert pull request of the culprit commit.",
     )
+    extends: Annotated[StrictStr, StringConstraints(pattern=ORG_DEFAULTS)] | None = Field(
+        default=None,
+        description="Organisation defaults: `<org>/.github`, the organisation's `.github` repository; "
+        "its `.github/arcs.yml` (or `.arcs.yml`) is read through the App and this file's keys win.",
+    )
     path: SkipJsonSchema[str | None] = Field(default=None, exclude=True)
     """The file this came from (None: no file, all defaults); not a key of the file."""
 
@@ -366,6 +374,8 @@ def _app_text(key: str, kind: str, value: object, error: ErrorDetails) -> str:
         text = f"expected a number, got {_show(value)}"
     elif kind in {"finite_number", "greater_than"}:
         text = f"expected a finite positive number, got {value}"
+    elif field == "extends":
+        text = f"expected <org>/.github (the organisation's .github repository), got {_show(value)}"
     elif kind == "literal_error":
         text = f"expected one of {', '.join(_CHOICES[field])}, got {_show(value)}"
     else:  # strings: `label: ''`, `label: 5`
@@ -404,6 +414,7 @@ _ORDER = (
     "notify_unrepairable",
     "open_pr_on_partial",
     "on_no_fix",
+    "extends",
 )
 
 

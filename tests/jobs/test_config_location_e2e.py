@@ -23,12 +23,17 @@ def _red_run(
     fake_clock: FakeClock,
     tmp_path: Path,
     config: dict[str, str],
+    *,
+    org: dict[str, str] | None = None,
 ) -> tuple[str, str, dict[str, object] | None, FakeRunner]:
-    """A red run on ``main`` of a repository whose config files are ``config``; the outcome, the
+    """A red run on ``main`` of a repository whose config files are ``config`` (``org``: the files
+    of the organisation's ``.github`` repository); the outcome, the
     attempt's reason, the ARCS check run (None: none) and the runner (did a repair start?)."""
     inst = github.add_installation("acme")
     tree = {name: text for name, text in _tree().items() if name != ".arcs.yml"}
     github.add_repo(REPO, {**tree, **config}, installation=inst)
+    if org is not None:  # the organisation's .github repository, in the same installation
+        github.add_repo(f"{REPO.split('/')[0]}/.github", {"README.md": "org\n", **org}, installation=inst)
     sha = str(github.branch_sha(REPO, "main"))
     red = github.add_workflow_run(REPO, head_sha=sha, head_branch="main", jobs=[("test", "failure", "boom")])
     payload = _delivery(github, inst.id, red.id, red.workflow_id, sha)

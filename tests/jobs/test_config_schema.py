@@ -151,6 +151,8 @@ REJECTED = [
     "triggers:\n  comment: false\n",
     "max_pr_per_day: 3\nzzz: 1\n",
     "path: somewhere\n",
+    "extends: acme/other\n",
+    "extends: [acme/.github]\n",
     "- a\n- b\n",
     "just a string\n",
     "42\n",
