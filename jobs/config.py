@@ -83,6 +83,7 @@ __all__ = [
     "BudgetConfig",
     "OnNoFix",
     "PathsConfig",
+    "Reader",
     "RepoConfig",
     "SetupNetwork",
     "Triggers",

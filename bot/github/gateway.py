@@ -244,12 +244,13 @@ class AppGitHubGateway:
         ``extends: <org>/.github`` is followed: that repository's config, at its default branch,
         under this one's keys (the App must be installed on it)."""
         client = self.client(repo, "read")
-        config = load_arcs_config(lambda path: read_file(client, path, ref=ref), org=self._org_reader)
+        config = load_arcs_config(lambda path: read_file(client, path, ref=ref), org=self.org_reader)
         self._configs[repo] = config
         return config
 
-    def _org_reader(self, org_repo: str) -> Callable[[str], str | None]:
-        """Reads ``org_repo``'s files at its default branch; a failure is the config's error."""
+    def org_reader(self, org_repo: str) -> Callable[[str], str | None]:
+        """Reads ``org_repo``'s files at its default branch (``extends:``); a failure is the
+        config's error."""
 
         def read(path: str) -> str | None:
             try:
@@ -273,7 +274,7 @@ class AppGitHubGateway:
                 texts[path] = text
             return text
 
-        config = load_arcs_config(read, org=self._org_reader)
+        config = load_arcs_config(read, org=self.org_reader)
         self._configs[repo] = config
         if not texts:
             return RepoConfig()

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from bot.github.gateway import AppGitHubGateway
 from bot.settings import Settings
 from jobs import config as arcs_config
+from jobs.attempt import checkout_config
 from jobs.config import ArcsConfigError, merge
 from tests.fakes.github_double import AppKey, FakeClock, GitHubDouble
 from tests.jobs.test_change_signal_e2e import double
@@ -108,3 +110,13 @@ def test_an_invalid_org_file_refuses_the_repair_naming_it(
     assert outcome == "refused" and check is not None and runner.calls == []
     summary = str(check["output"]["summary"])  # type: ignore[index]
     assert "acme/.github:.github/arcs.yml: budget.usd: expected a number, got 'lots'" in summary
+
+
+def test_a_command_repair_reads_its_checkout_with_the_org_defaults(tmp_path: Path) -> None:
+    """``/arcs`` commands read the checkout's file (attempt.checkout_config) through the gateway's
+    ``org_reader``, the name attempt.repair looks up on the App's gateway."""
+    (tmp_path / ".arcs.yml").write_text("extends: acme/.github\ntest: make test\n", encoding="utf-8")
+    config = checkout_config(tmp_path, {ORG: {".github/arcs.yml": "tier: small\n"}.get}.__getitem__)
+    assert (config.tier, config.test, config.extends) == ("small", "make test", ORG)
+    assert checkout_config(tmp_path).tier == "auto"  # no reader: `extends` is not followed
+    assert callable(getattr(AppGitHubGateway, "org_reader", None))
