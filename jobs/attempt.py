@@ -27,6 +27,7 @@ interrupt (:mod:`jobs.policy_interrupt`) stops it at its next round when the own
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,15 @@ import structlog
 from jobs import render
 from jobs.admission import Admitted, admit
 from jobs.branches import branch_name
-from jobs.config import CONFIG_LIMIT, ArcsConfig, from_repo_config, load, load_repo_config
+from jobs.config import (
+    CONFIG_LIMIT,
+    ArcsConfig,
+    Reader,
+    SetupNetwork,
+    from_repo_config,
+    load,
+    load_repo_config,
+)
 from jobs.failures import Triage, failure_key, join, triage
 from jobs.green import ChangeSource, change_signal
 from jobs.messages import JobRequest, RepairCiFailure, RepairIssue
@@ -132,19 +141,20 @@ def trigger_off(run: AttemptRun, config: ArcsConfig, trigger: str, *, reply: boo
 # --- the shared repair step ------------------------------------------------------------------
 
 
-def checkout_config(workdir: Path) -> ArcsConfig:
+def checkout_config(workdir: Path, org: Callable[[str], Reader] | None = None) -> ArcsConfig:
     """``.arcs.yml`` of a checkout, for a repair whose caller read none (``/arcs`` commands).
 
     A file the App's schema rejects does not stop the repair (the command's admission already
     read the default branch's): ARCS' defaults apply, the runner keys (``test``, ``setup``,
-    timeouts…) read leniently as ``arcs fix`` reads them; the log says so.
+    timeouts…) read leniently as ``arcs fix`` reads them; the log says so. ``org``: the
+    gateway's reader of other repositories, so ``extends:`` is followed as at admission.
     """
 
     def read(path: str) -> str | None:
         return wsfs.text_or_none(workdir, path, limit=CONFIG_LIMIT)
 
     try:
-        return load(read)
+        return load(read, org=org)
     except ConfigError as exc:
         log.warning("repair.config_ignored", error=str(exc)[:300])
         runner = load_repo_config(workdir)
@@ -153,7 +163,7 @@ def checkout_config(workdir: Path) -> ArcsConfig:
             test=runner.test,
             timeout_s=runner.timeout_s,
             memory_mb=runner.memory_mb,
-            setup_allow=runner.setup_allow,
+            setup_network=SetupNetwork(allow=runner.setup_allow),
         )
 
 
@@ -228,7 +238,9 @@ def repair(
             )
         run.repairing = True  # from here on an error is charged its reservation (see AttemptRun.fail)
         plan = plan_for(
-            request, config if config is not None else checkout_config(workdir), deps.repair.defaults
+            request,
+            config if config is not None else checkout_config(workdir, getattr(run.gh, "org_reader", None)),
+            deps.repair.defaults,
         )
         report = deps.repair.run(plan, interrupt=interrupt)
     return record_outcome(run, report)

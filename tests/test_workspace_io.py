@@ -57,6 +57,7 @@ ALLOWED: dict[str, str] = {
     "bot/github/auth.py::AppCredentials.from_settings": "the App's private key path (settings)",
     "bot/web/setup.py::load_manifest": "the App manifest shipped with ARCS or named by the operator",
     "bot/envdoc.py::main": "ARCS's own docs/env.md (a developer tool)",
+    "bot/config_schema.py::main": "ARCS's own docs/arcs.schema.json (a developer tool)",
     "jobs/replay.py::replay": "the trace file the operator replays",
     # --- data files shipped inside ARCS's packages
     "jobs/repair/pricing.py::load_price_table": "the price table shipped with ARCS",

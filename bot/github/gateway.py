@@ -19,7 +19,7 @@ the gateway as a context manager, or ``contextlib.closing``).
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -44,7 +44,7 @@ from bot.github.publish import (
     upsert_status_comment,
 )
 from bot.settings import Settings
-from jobs.config import ArcsConfig, RepoConfig, parse_repo_config
+from jobs.config import ArcsConfig, ArcsConfigError, RepoConfig, parse_repo_config
 from jobs.config import load as load_arcs_config
 from jobs.ports import BranchHead, IssueInfo, PullRequestInfo, PullRequestRef, WorkflowRunRef
 
@@ -239,11 +239,26 @@ class AppGitHubGateway:
         return None
 
     def load_arcs_config(self, repo: str, ref: str | None = None) -> ArcsConfig:
-        """The full ``.arcs.yml`` at ``ref`` (default branch when None); ConfigError names the key."""
+        """The full ``.arcs.yml`` at ``ref`` (default branch when None); ConfigError names the key.
+
+        ``extends: <org>/.github`` is followed: that repository's config, at its default branch,
+        under this one's keys (the App must be installed on it)."""
         client = self.client(repo, "read")
-        config = load_arcs_config(lambda path: read_file(client, path, ref=ref))
+        config = load_arcs_config(lambda path: read_file(client, path, ref=ref), org=self.org_reader)
         self._configs[repo] = config
         return config
+
+    def org_reader(self, org_repo: str) -> Callable[[str], str | None]:
+        """Reads ``org_repo``'s files at its default branch (``extends:``); a failure is the
+        config's error."""
+
+        def read(path: str) -> str | None:
+            try:
+                return read_file(self.client(org_repo, "read"), path)
+            except GitHubError as exc:
+                raise ArcsConfigError(f"extends: cannot read {org_repo}: {exc}", key="extends") from exc
+
+        return read
 
     def load_repo_config(self, repo: str, ref: str) -> RepoConfig:
         """The runner part of ``.arcs.yml`` at ``ref``, after validating the whole file.
@@ -259,7 +274,7 @@ class AppGitHubGateway:
                 texts[path] = text
             return text
 
-        config = load_arcs_config(read)
+        config = load_arcs_config(read, org=self.org_reader)
         self._configs[repo] = config
         if not texts:
             return RepoConfig()

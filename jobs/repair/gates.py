@@ -393,7 +393,7 @@ _SECRET_GLOBS = (
     # a credentials *module* (e.g. google/auth/credentials.py) is code, not a secret
     *(f"!credentials*.{suffix}" for suffix in _CODE_SUFFIXES),
 )
-_CONFIG_GLOBS = (".arcs.yml", ".arcs.yaml")
+_CONFIG_GLOBS = (".arcs.yml", ".arcs.yaml", ".github/arcs.yml")  # jobs.config.CONFIG_NAMES
 
 
 @functools.cache

@@ -198,3 +198,47 @@ def test_a_model_tier_from_arcs_yml_without_a_key_runs_tier_0_and_says_so(
         main(["fix", str(repo)], settings=settings)
     assert engine[0].tier == "0"
     assert "note: .arcs.yml asks for tier large; without ANTHROPIC_API_KEY: tier 0" in capsys.readouterr().err
+
+
+def test_the_folder_config_may_live_in_dot_github(
+    settings: Settings, capsys: pytest.CaptureFixture[str], make_repo: MakeRepo, engine: list[Any]
+) -> None:
+    repo = make_repo({**SOURCE, ".github/arcs.yml": "tier: 0\nbudget: {iterations: 2}\n"})
+    with pytest.raises(Ran):  # the engine is reached
+        _run(["fix", str(repo)], settings, capsys)
+    assert len(engine) == 1
+    assert engine[0].tier == "0" and engine[0].budget.iterations == 2  # read from .github/arcs.yml
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        (
+            {".github/arcs.yml": "tier: banana\n"},
+            ".github/arcs.yml: tier: expected one of 0, small, medium, large, auto, got 'banana'",
+        ),
+        (
+            {".github/arcs.yml": "timeout_s: .inf\n"},
+            ".github/arcs.yml: `timeout_s` must be a finite positive number, got inf",
+        ),
+        (
+            {".arcs.yml": "tier: 0\n", ".github/arcs.yml": "tier: 0\n"},
+            ".arcs.yml and .github/arcs.yml both configure ARCS; keep one of them (ARCS reads a single file)",
+        ),
+    ],
+    ids=["dot-github-key", "dot-github-runner-key", "both"],
+)
+def test_fix_and_test_name_the_config_file_they_read(
+    files: dict[str, str],
+    message: str,
+    settings: Settings,
+    capsys: pytest.CaptureFixture[str],
+    make_repo: MakeRepo,
+    engine: list[Any],
+    no_runner: list[str],
+) -> None:
+    repo = make_repo({**SOURCE, **files})
+    code, err = _run(["fix", str(repo), "--tier", "0"], settings, capsys)
+    assert code == 2 and engine == [] and _one_error_line(err) == message
+    code, err = _run(["test", str(repo)], settings, capsys)
+    assert code == 2 and no_runner == [] and _one_error_line(err) == message

@@ -70,6 +70,15 @@ def test_yaml_alternate_name_is_read() -> None:
     assert config.tier == "large" and config.path == ".arcs.yaml"
 
 
+def test_dot_github_arcs_yml_is_read_and_two_files_are_an_error() -> None:
+    config = load_arcs_config({".github/arcs.yml": "tier: small\n"}.get)
+    assert config.tier == "small" and config.path == ".github/arcs.yml"
+    with pytest.raises(ArcsConfigError) as info:
+        load_arcs_config({".arcs.yml": "", ".arcs.yaml": "tier: large\n"}.get)
+    assert info.value.message.startswith(".arcs.yml and .arcs.yaml both configure ARCS")
+    assert info.value.key is None and info.value.exit_code == 2
+
+
 @pytest.mark.parametrize(
     ("text", "key", "message"),
     [

@@ -242,6 +242,7 @@ def edit_diff(path: str, before: str | None = "a\n", after: str | None = "b\n") 
         ("credentials.json", "path.secret"),
         ("aws/credentials", "path.secret"),
         (".arcs.yml", "path.config"),
+        (".github/arcs.yml", "path.config"),
         ("vendor/lib/x.go", "path.denied"),
         ("web/node_modules/x/index.js", "path.denied"),
     ],

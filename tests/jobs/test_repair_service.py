@@ -401,14 +401,14 @@ def test_one_ci_repair_reads_arcs_yml_once_and_uses_the_callers_read(
     repo = fixture_repo(tmp_path, "boundary")
     (repo / ".arcs.yml").write_text("test: pytest -q\nbudget: {usd: 0.5, iterations: 3}\n")
     parsed: list[str] = []
-    real = jobs.config._runner_part
+    real = jobs.config._yaml_mapping
 
-    def counting(text: str, path: Path) -> object:
+    def counting(text: str, name: str) -> object:
         parsed.append(text)
-        return real(text, path)
+        return real(text, name)
 
     config = jobs.config.parse((repo / ".arcs.yml").read_text())  # the caller's one read
-    monkeypatch.setattr(jobs.config, "_runner_part", counting)
+    monkeypatch.setattr(jobs.config, "_yaml_mapping", counting)
     request = _request(repo, tmp_path / "traces", failure_class="test", test_ids=(TARGET,), usd_cap=0.2)
     report = _run(_service(settings), request, config)
     assert parsed == [] and report.fixed

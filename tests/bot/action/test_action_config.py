@@ -12,18 +12,37 @@ from tests.bot.action.conftest import World, event, project_files
 
 
 @pytest.mark.parametrize(
-    ("text", "message"),
+    ("files", "message"),
     [
-        ("tier: banana\n", ".arcs.yml: tier: expected one of 0, small, medium, large, auto, got 'banana'"),
-        ("budget: {usd: .nan}\n", ".arcs.yml: budget.usd: expected a finite positive number, got nan"),
-        ("tirgger: {ci: true}\n", ".arcs.yml: unknown key `tirgger` (did you mean `triggers`?)"),
+        (
+            {".arcs.yml": "tier: banana\n"},
+            ".arcs.yml: tier: expected one of 0, small, medium, large, auto, got 'banana'",
+        ),
+        (
+            {".arcs.yml": "budget: {usd: .nan}\n"},
+            ".arcs.yml: budget.usd: expected a finite positive number, got nan",
+        ),
+        (
+            {".arcs.yml": "tirgger: {ci: true}\n"},
+            ".arcs.yml: unknown key `tirgger` (did you mean `triggers`?)",
+        ),
+        (
+            {".github/arcs.yml": "tier: banana\n"},
+            ".github/arcs.yml: tier: expected one of 0, small, medium, large, auto, got 'banana'",
+        ),
+        (
+            {".arcs.yml": "tier: 0\n", ".github/arcs.yml": "tier: 0\n"},
+            ".arcs.yml and .github/arcs.yml both configure ARCS; keep one of them (ARCS reads a single file)",
+        ),
     ],
-    ids=["tier", "nan", "unknown-key"],
+    ids=["tier", "nan", "unknown-key", "dot-github", "both"],
 )
-def test_an_invalid_arcs_yml_is_exit_2_naming_the_key(world: World, text: str, message: str) -> None:
+def test_an_invalid_arcs_yml_is_exit_2_naming_the_key(
+    world: World, files: dict[str, str], message: str
+) -> None:
     repo = "Codertocat/configured"
     world.double.add_repo(
-        repo, {**project_files(), ".arcs.yml": text}, default_branch="master", installation=world.installation
+        repo, {**project_files(), **files}, default_branch="master", installation=world.installation
     )
     sha = world.double.branch_sha(repo, "master")
     assert sha is not None
