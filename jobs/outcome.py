@@ -12,11 +12,12 @@ The cost replaces the attempt's USD reservation.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import structlog
 
-from jobs import render
+from jobs import render, render_checks
 from jobs.logctx import set_outcome
 from jobs.policy import binding_cap, budget_stop_reason
 from jobs.repair.report import RepairReport
@@ -114,6 +115,7 @@ def _partial(run: AttemptRun, report: RepairReport, common: Mapping[str, Any], s
         "in `.arcs.yml` to get one anyway).",
         conclusion="neutral",
         check=render.check_run_output("completed", summary, reason=reason),
+        annotations=render_checks.check_annotations(replace(summary, diff=report.patch)),
         patch=report.patch or None,
     )
 
@@ -176,6 +178,7 @@ def record_outcome(run: AttemptRun, report: RepairReport) -> str:
         + (f"\n\n{report.explanation}" if report.explanation else ""),
         conclusion="neutral",
         check=render.check_run_output("completed", summary, reason=f"{report.verdict}: {reason}"),
+        annotations=render_checks.check_annotations(summary),
     )
     if report.revert is not None and report.revert.files:
         # `on_no_fix: revert` (#14): the engine verified a revert of the culprit; publishing

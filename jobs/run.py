@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -169,6 +169,7 @@ class AttemptRun:
             CHECK_NAME,
             "ARCS is looking at this failure",
             f"Attempt #{self.attempt.id}: reproducing the failure and searching for a fix.",
+            external_id=str(self.attempt.id),  # a button clicked on it names this attempt
         )
         self.update(check_run_id=check_id)
 
@@ -181,11 +182,14 @@ class AttemptRun:
         comment: bool = True,
         check: Mapping[str, str] | None = None,
         comment_body: str | None = None,
+        annotations: Sequence[Mapping[str, Any]] = (),
+        actions: Sequence[Mapping[str, str]] | None = None,
     ) -> None:
         """Say it on the check run (CI) and in the status comment (issue/PR), whichever exist.
 
         ``check`` (a :func:`jobs.render.check_run_output`) and ``comment_body`` replace the plain
-        ``title``/``body`` where given. The comment carries the attempt's hidden marker, so a
+        ``title``/``body`` where given; ``annotations`` and ``actions`` (:mod:`jobs.render_checks`)
+        go on the check run (annotations are appended by GitHub: give them once per attempt). The comment carries the attempt's hidden marker, so a
         redelivered job edits the same comment. A failure to post is recorded as an event, not
         raised: the attempt's outcome stands.
         """
@@ -194,6 +198,11 @@ class AttemptRun:
             also = self.also_failing()
             if also:
                 output["summary"] = f"{output['summary']}\n\n{also}"
+            extra: dict[str, Any] = {}
+            if annotations:
+                extra["annotations"] = annotations
+            if actions is not None:
+                extra["actions"] = actions
             try:
                 self.gh.update_check_run(
                     self.repo,
@@ -202,6 +211,7 @@ class AttemptRun:
                     title=output["title"],
                     summary=output["summary"],
                     details=output.get("text"),
+                    **extra,
                 )
             except Exception as exc:
                 self._report_post_failure("check run", exc)
@@ -255,6 +265,8 @@ class AttemptRun:
         comment: bool = True,
         check: Mapping[str, str] | None = None,
         comment_body: str | None = None,
+        annotations: Sequence[Mapping[str, Any]] = (),
+        actions: Sequence[Mapping[str, str]] | None = None,
         **fields: Any,
     ) -> str:
         """End the attempt with ``status``, record ``event`` and tell the user; returns ``status``."""
@@ -263,7 +275,14 @@ class AttemptRun:
             self.event(event, reason, **(event_data or {}))
         if title or body or check is not None or comment_body is not None:
             self.tell(
-                title, body, conclusion=conclusion, comment=comment, check=check, comment_body=comment_body
+                title,
+                body,
+                conclusion=conclusion,
+                comment=comment,
+                check=check,
+                comment_body=comment_body,
+                annotations=annotations,
+                actions=actions,
             )
         set_outcome(status)
         log.info("attempt.finish", status=status, reason=one_line(reason, 200))

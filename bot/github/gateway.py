@@ -47,6 +47,7 @@ from bot.settings import Settings
 from jobs.config import ArcsConfig, RepoConfig, parse_repo_config
 from jobs.config import load as load_arcs_config
 from jobs.ports import BranchHead, IssueInfo, PullRequestInfo, PullRequestRef, WorkflowRunRef
+from jobs.render_checks import annotation_batches
 
 log = structlog.get_logger(__name__)
 
@@ -308,14 +309,28 @@ class AppGitHubGateway:
             labels=config.pr_labels,
         )
 
-    def create_check_run(self, repo: str, head_sha: str, name: str, title: str, summary: str) -> int:
-        """An in-progress check run on ``head_sha``."""
+    def create_check_run(
+        self,
+        repo: str,
+        head_sha: str,
+        name: str,
+        title: str,
+        summary: str,
+        *,
+        external_id: str | None = None,
+        conclusion: str | None = None,
+        actions: Sequence[Mapping[str, str]] = (),
+    ) -> int:
+        """A check run on ``head_sha``: in progress, or completed with ``conclusion``."""
         return create_check_run(
             self.client(repo, "comment"),
             head_sha=head_sha,
             name=name,
             status="in_progress",
             output={"title": title, "summary": summary},
+            external_id=external_id,
+            conclusion=conclusion,
+            actions=actions,
         )
 
     def update_check_run(
@@ -327,18 +342,28 @@ class AppGitHubGateway:
         title: str,
         summary: str,
         details: str | None = None,
+        annotations: Sequence[Mapping[str, Any]] = (),
+        actions: Sequence[Mapping[str, str]] | None = None,
     ) -> None:
-        """Update the check run; a ``conclusion`` completes it."""
+        """Update the check run; a ``conclusion`` completes it. ``annotations`` go in batches of
+        50 (GitHub's limit per request): the first with the update, the rest in follow-up
+        updates of the same output (GitHub appends them)."""
         output = {"title": title, "summary": summary}
         if details:
             output["text"] = details
+        client = self.client(repo, "comment")
+        batches = annotation_batches(annotations)
         update_check_run(
-            self.client(repo, "comment"),
+            client,
             check_run_id,
             output=output,
             status=None if conclusion else "in_progress",
             conclusion=conclusion,
+            annotations=batches[0] if batches else (),
+            actions=actions,
         )
+        for batch in batches[1:]:
+            update_check_run(client, check_run_id, output=output, annotations=batch)
 
     def create_or_edit_status_comment(
         self, repo: str, number: int, body: str, comment_id: int | None = None

@@ -86,6 +86,9 @@ CHECK_CONCLUSIONS = {
     "timed_out",
 }
 REACTIONS = {"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"}
+ANNOTATION_LEVELS = {"notice", "warning", "failure"}
+MAX_ANNOTATIONS_PER_REQUEST = 50
+MAX_CHECK_ACTIONS = 3
 MAX_TEXT = 65535
 MAX_BODY = 65536
 DEFAULT_AUTHOR = ("Octo Cat", "octocat@example.com")
@@ -2232,6 +2235,56 @@ class GitHubDouble:
             for key in ("summary", "text"):
                 if len(output.get(key) or "") > MAX_TEXT:
                     raise _Unexpected(422, {"message": f"output.{key} is longer than {MAX_TEXT} characters"})
+            self._check_annotations(output.get("annotations") or [])
+        actions = body.get("actions")
+        if actions is not None:
+            if len(actions) > MAX_CHECK_ACTIONS:
+                raise _Unexpected(422, {"message": f"at most {MAX_CHECK_ACTIONS} actions"})
+            for action in actions:
+                if not isinstance(action, dict):
+                    raise _Unexpected(422, {"message": "an action is an object"})
+                _validate(
+                    action,
+                    allowed={"label": str, "description": str, "identifier": str},
+                    required=("label", "description", "identifier"),
+                )
+                for key, limit in (("label", 20), ("description", 40), ("identifier", 20)):
+                    if not action[key] or len(action[key]) > limit:
+                        raise _Unexpected(422, {"message": f"action {key} must be 1-{limit} characters"})
+
+    @staticmethod
+    def _check_annotations(annotations: Sequence[Json]) -> None:
+        """GitHub's rules: at most 50 per request, each with a path inside the repository, a
+        line range, a level and a message."""
+        if len(annotations) > MAX_ANNOTATIONS_PER_REQUEST:
+            raise _Unexpected(
+                422, {"message": f"at most {MAX_ANNOTATIONS_PER_REQUEST} annotations per request"}
+            )
+        for note in annotations:
+            if not isinstance(note, dict):
+                raise _Unexpected(422, {"message": "an annotation is an object"})
+            _validate(
+                note,
+                allowed={
+                    "path": str,
+                    "start_line": int,
+                    "end_line": int,
+                    "start_column": int,
+                    "end_column": int,
+                    "annotation_level": str,
+                    "message": str,
+                    "title": str,
+                    "raw_details": str,
+                },
+                required=("path", "start_line", "end_line", "annotation_level", "message"),
+            )
+            path = note["path"]
+            if not path or path.startswith("/") or "\\" in path or ".." in path.split("/"):
+                raise _Unexpected(422, {"message": f"annotation path {path!r} is not in the repository"})
+            if note["annotation_level"] not in ANNOTATION_LEVELS:
+                raise _Unexpected(422, {"message": f"invalid annotation_level {note['annotation_level']!r}"})
+            if note["start_line"] < 1 or note["end_line"] < note["start_line"]:
+                raise _Unexpected(422, {"message": "annotation lines must be 1 <= start_line <= end_line"})
 
     def _create_check(self, req: _Request, owner: str, repo: str) -> tuple[int, Json]:
         body = req.json()
@@ -2252,6 +2305,8 @@ class GitHubDouble:
             "details_url": body.get("details_url"),
             "external_id": body.get("external_id"),
             "output": body.get("output") or {"title": None, "summary": None, "text": None},
+            "annotations": list((body.get("output") or {}).get("annotations") or []),
+            "actions": list(body.get("actions") or []),
             "html_url": f"{self.base_url}/{r.full_name}/runs/{cid}",
             "app": {"id": int(self.app_id), "slug": self.app_slug},
             "history": [body.get("status", "queued")],
@@ -2269,6 +2324,10 @@ class GitHubDouble:
         self._check_body(body, check)
         for key, value in body.items():
             check[key] = value
+        # GitHub appends the annotations of every request (each request carries at most 50).
+        check["annotations"] = check.get("annotations", []) + list(
+            (body.get("output") or {}).get("annotations") or []
+        )
         if body.get("conclusion"):
             check["status"] = "completed"
         check["history"].append(check["status"])
