@@ -8,6 +8,7 @@ Grammar (one command per comment, on a line of its own)::
     /arcs fix    [tier=0|small|medium|large|auto] [budget=0.50|$2] [iterations=N]
     /arcs retry  [same options as fix]
     /arcs stop
+    /arcs apply                      (open a pull request with a partial fix ARCS did not publish)
     /arcs help                       (a bare "/arcs" means help too)
     /arcs revise <instructions>      (on an ARCS pull request; the instructions may continue
                                       on the following lines)

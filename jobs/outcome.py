@@ -99,6 +99,7 @@ def _partial(run: AttemptRun, report: RepairReport, common: Mapping[str, Any], s
             "Opening a pull request, as `.arcs.yml` asks (`open_pr_on_partial`); CI will still fail.",
             conclusion=None,
             comment=False,
+            annotations=render_checks.check_annotations(attempt_summary(run.attempt, report=report)),
         )
         enqueue_publish(run.deps, run.job, run.attempt)
         set_outcome("partial")
@@ -151,6 +152,8 @@ def record_outcome(run: AttemptRun, report: RepairReport) -> str:
             f"Attempt #{run.attempt.id} found a fix ({spend}); opening a pull request.",
             conclusion=None,
             comment=False,
+            # Once per attempt, here: publishing may be retried, and GitHub appends annotations.
+            annotations=render_checks.check_annotations(attempt_summary(run.attempt, report=report)),
         )
         enqueue_publish(run.deps, run.job, run.attempt)
         set_outcome("fixed")

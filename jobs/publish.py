@@ -25,7 +25,7 @@ from collections.abc import Mapping
 import structlog
 from structlog.contextvars import bind_contextvars
 
-from jobs import render, render_checks, revert_pr
+from jobs import render, revert_pr
 from jobs.admission import count_arcs_prs, pr_limit_reached, updates_open_pr
 from jobs.attempt import load_config
 from jobs.branches import branch_name
@@ -138,7 +138,6 @@ def _publish(run: AttemptRun) -> str:
         said,
         conclusion="success",
         check=check,
-        annotations=render_checks.check_annotations(summary),
         comment_body=render.status_comment(
             "pr_opened" if pr.created else "pr_updated",
             attempt_id=attempt.id,

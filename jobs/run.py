@@ -26,7 +26,7 @@ from typing import Any
 import structlog
 from structlog.contextvars import bind_contextvars
 
-from jobs import render
+from jobs import render, render_checks
 from jobs.logctx import set_outcome
 from jobs.messages import Envelope, MessageInvalid, PublishResult, RepairCiFailure
 from jobs.policy import EffectivePolicy
@@ -194,6 +194,8 @@ class AttemptRun:
         raised: the attempt's outcome stands.
         """
         if self.attempt.check_run_id is not None:
+            if actions is None and conclusion is not None:
+                actions = self.buttons()
             output = dict(check) if check is not None else {"title": title, "summary": body}
             also = self.also_failing()
             if also:
@@ -230,6 +232,18 @@ class AttemptRun:
                     self.update(status_comment_id=comment_id)
             except Exception as exc:
                 self._report_post_failure("status comment", exc)
+
+    def buttons(self) -> list[dict[str, str]]:
+        """The buttons of the attempt's completed check run (:mod:`jobs.render_checks`): "Re-run
+        ARCS" where commands work (a pull request), and "Apply" for a partial fix that opened no
+        pull request. A click is a ``/arcs`` command by whoever clicked (same permission rule)."""
+        attempt = self.attempt
+        if attempt.issue_number is None or attempt.trigger == "issue":
+            return []
+        wanted = [render_checks.ACTION_RERUN]
+        if attempt.status == "partial" and attempt.patch and attempt.pr_number is None and not attempt.files:
+            wanted.append(render_checks.ACTION_APPLY)
+        return render_checks.check_actions(*wanted)
 
     def also_failing(self) -> str:
         """ "Also failing the same way: run N, …" for a CI attempt that other runs joined

@@ -201,6 +201,34 @@ class CheckRunCompleted(View):
     check_run: CheckRun
 
 
+class RequestedAction(View):
+    """The button a person clicked on a check run (its ``identifier``)."""
+
+    identifier: str
+
+
+class ActionCheckRun(View):
+    """The check run whose button was clicked (ARCS's own: its app, its attempt, its pull request)."""
+
+    id: int
+    head_sha: str
+    app: App | None = None
+    """``None`` or another App's: not ARCS's check run (ignored)."""
+    external_id: str | None = None
+    """ARCS writes the attempt's id here."""
+    pull_requests: list[CheckPull] = []
+
+
+class CheckRunRequestedAction(View):
+    """``check_run.requested_action``."""
+
+    repository: Repository
+    check_run: ActionCheckRun
+    sender: User
+    requested_action: RequestedAction | None = None
+    """``None``: a malformed delivery (ignored, recorded with the reason)."""
+
+
 # --- issues --------------------------------------------------------------------------------------
 
 

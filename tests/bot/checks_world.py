@@ -106,6 +106,40 @@ class World:
         payload["comment"]["user"].update(login=user, type="User")
         return payload
 
+    def pulls_json(self) -> list[dict[str, Any]]:
+        """The pull request as a check run's ``pull_requests`` names it."""
+        repo_id = self.double.repos[REPO].id
+        return [
+            {
+                "number": self.pull,
+                "head": {"ref": "feature", "sha": self.head_sha, "repo": {"id": repo_id}},
+                "base": {"ref": "main", "sha": self.head_sha, "repo": {"id": repo_id}},
+            }
+        ]
+
+    def click(
+        self, check_id: int, identifier: str, *, user: str, app_id: int | None = None
+    ) -> dict[str, Any]:
+        """A ``check_run.requested_action``: ``user`` clicked button ``identifier`` of check run
+        ``check_id`` (as GitHub sends it to the App that made the check run)."""
+        check = self.double.repos[REPO].check_runs[check_id]
+        payload = self.repo_payload(published("check_run", "requested_action"), user)
+        run = payload["check_run"]
+        run.update(
+            id=check_id,
+            head_sha=check["head_sha"],
+            name=check["name"],
+            external_id=check.get("external_id") or "",
+            pull_requests=self.pulls_json(),
+        )
+        run["app"].update(id=app_id if app_id is not None else int(TEST_APP_ID), slug=self.double.app_slug)
+        payload["requested_action"] = {"identifier": identifier}
+        return payload
+
+    def checks(self) -> list[dict[str, Any]]:
+        """The repository's check runs, oldest first."""
+        return list(self.double.repos[REPO].check_runs.values())
+
     def writes(self, since: int = 0) -> list[tuple[str, str]]:
         """``(method, path)`` of the repository writes the double accepted from ``since``."""
         return [(m.method, m.path) for m in self.double.mutations[since:] if m.path.startswith("/repos/")]

@@ -16,6 +16,7 @@ from tests.bot.webhook_support import ctx, event_of, load
 def test_app_routes_exactly_the_handled_events() -> None:
     assert list(build_router().routes()) == [
         ("check_run", "completed"),
+        ("check_run", "requested_action"),
         ("check_suite", "completed"),
         ("installation", "created"),
         ("installation", "deleted"),

@@ -88,6 +88,8 @@ EXPECTED: dict[str, tuple[str, list[str]]] = {
     "check_suite.completed.failure": ("queued", ["repair_ci_failure"]),
     "check_run.completed": ("ignored", []),
     "check_run.completed.failure": ("queued", ["repair_ci_failure"]),
+    "check_run.requested_action": ("ignored", []),  # another App's button
+    "check_run.requested_action.arcs": ("queued", ["handle_command"]),
     "issues.labeled": ("queued", ["repair_issue"]),
     "issues.opened": ("ignored", []),
     "issue_comment.created": ("ignored", []),
