@@ -42,8 +42,12 @@ def handle_command(deps: Deps, job: Envelope, *, message_id: str | None = None) 
     command = msg.command
     verb = command.verb if command is not None else None
     key = job.idempotency_key or f"cmd:{repo}:{comment_id}"
+    # Reactions go on issue comments; a review-thread command is answered in its thread.
+    reacted = comment_id if msg.source == "comment" else None
 
     def work(run: AttemptRun) -> str:
+        if msg.source == "review_comment" and msg.thread_id is not None:
+            run.review_thread = msg.thread_id
         # Who asks comes first: anyone can comment, so a comment from someone without write
         # access gets no reply at all (no comment, no reaction), whatever it says; the refusal is
         # recorded for the dashboard.
@@ -57,7 +61,7 @@ def handle_command(deps: Deps, job: Envelope, *, message_id: str | None = None) 
                 "approved may not be the text that runs). Please post the command in a new comment.",
             )
         if msg.error:
-            react(run, comment_id, "confused")
+            react(run, reacted, "confused")
             return run.refuse(f"not understood: {msg.error}", f"@{author}, {msg.error}")
         config = read_config(run, None)
         if isinstance(config, str):
@@ -71,7 +75,7 @@ def handle_command(deps: Deps, job: Envelope, *, message_id: str | None = None) 
             return stop(run, number, author)
         if verb == "apply":
             return apply_partial(run, number, msg.attempt_id, author)
-        react(run, comment_id, "eyes")
+        react(run, reacted, "eyes")
         # The options the command asks for (what is not given, the policy decides).
         tier, budget_usd, iterations = command.tier or "auto", _budget_usd(command), command.iterations
         if msg.is_pull_request:

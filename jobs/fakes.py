@@ -246,6 +246,20 @@ class FakeGitHubGateway(_Recorder):
         """Record the reaction."""
         self._record("add_reaction", repo=repo, comment_id=comment_id, content=content)
 
+    def reply_in_review_thread(
+        self, repo: str, number: int, thread_id: int, body: str, reply_id: int | None = None
+    ) -> int:
+        """Record the reply (a new id unless ``reply_id`` is edited)."""
+        self._record(
+            "reply_in_review_thread",
+            repo=repo,
+            number=number,
+            thread_id=thread_id,
+            body=body,
+            reply_id=reply_id,
+        )
+        return reply_id if reply_id is not None else self._new_id()
+
 
 @dataclass
 class FakeRepairService:

@@ -266,6 +266,8 @@ class HandleCommand(Message):
     its thread)."""
     attempt_id: int | None = None
     """The attempt whose check run carried the button (its ``external_id``), when known."""
+    thread_id: int | None = None
+    """``review_comment``: the first comment of the review thread, where ARCS replies."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -198,6 +198,13 @@ class GitHubGateway(Protocol):
         """React to an issue comment (``eyes`` when a command is accepted, ``confused`` when not)."""
         ...
 
+    def reply_in_review_thread(
+        self, repo: str, number: int, thread_id: int, body: str, reply_id: int | None = None
+    ) -> int:
+        """ARCS's reply in the review thread whose first comment is ``thread_id`` on pull request
+        ``number`` (``reply_id``: edit that earlier reply in place); return the reply's id."""
+        ...
+
 
 # --------------------------------------------------------------------------- the store
 

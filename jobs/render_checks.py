@@ -32,6 +32,7 @@ from jobs.render_text import one_line
 from jobs.repair.diffing import parse_patch
 
 if TYPE_CHECKING:
+    from jobs.ports import AttemptView
     from jobs.repair.report import FailureSpot
     from jobs.summary import RepairSummary
 
@@ -43,6 +44,7 @@ __all__ = [
     "MAX_ANNOTATIONS",
     "MAX_ANNOTATIONS_PER_REQUEST",
     "annotation_batches",
+    "attempt_buttons",
     "check_actions",
     "check_annotations",
     "failure_annotations",
@@ -176,3 +178,15 @@ def check_actions(*identifiers: str) -> list[dict[str, str]]:
             label, description = ACTIONS[identifier]
             out.append({"label": label, "description": description, "identifier": identifier})
     return out
+
+
+def attempt_buttons(attempt: AttemptView) -> list[dict[str, str]]:
+    """The buttons of an attempt's completed check run: "Re-run ARCS" where commands work (an
+    attempt on a pull request), and "Apply" for a partial fix that opened no pull request. A click
+    is a ``/arcs`` command by whoever clicked (the same permission rule)."""
+    if attempt.issue_number is None or attempt.trigger == "issue":
+        return []
+    wanted = [ACTION_RERUN]
+    if attempt.status == "partial" and attempt.patch and attempt.pr_number is None and not attempt.files:
+        wanted.append(ACTION_APPLY)
+    return check_actions(*wanted)

@@ -131,6 +131,10 @@ class AttemptRun:
         self.granted_usd: float | None = None
         self.repairing = False
         """The repair service was called (its spend, if it fails, is unknown)."""
+        self.review_thread: int | None = None
+        """A command given in a pull request review thread: what :meth:`tell` says goes there as
+        a reply (edited in place within this job), not in the status comment."""
+        self.review_reply: int | None = None
 
     @property
     def repo(self) -> str:
@@ -221,6 +225,9 @@ class AttemptRun:
             text = comment_body if comment_body is not None else f"**{title}**\n\n{body}"
             if render.find_status_marker(text) is None:
                 text += "\n\n" + render.status_marker(self.attempt.id)
+            if self.review_thread is not None:
+                self._reply_in_thread(self.attempt.issue_number, self.review_thread, text)
+                return
             try:
                 comment_id = self.gh.create_or_edit_status_comment(
                     self.repo,
@@ -233,17 +240,17 @@ class AttemptRun:
             except Exception as exc:
                 self._report_post_failure("status comment", exc)
 
+    def _reply_in_thread(self, number: int, thread: int, text: str) -> None:
+        try:
+            self.review_reply = self.gh.reply_in_review_thread(
+                self.repo, number, thread, text, reply_id=self.review_reply
+            )
+        except Exception as exc:
+            self._report_post_failure("review thread reply", exc)
+
     def buttons(self) -> list[dict[str, str]]:
-        """The buttons of the attempt's completed check run (:mod:`jobs.render_checks`): "Re-run
-        ARCS" where commands work (a pull request), and "Apply" for a partial fix that opened no
-        pull request. A click is a ``/arcs`` command by whoever clicked (same permission rule)."""
-        attempt = self.attempt
-        if attempt.issue_number is None or attempt.trigger == "issue":
-            return []
-        wanted = [render_checks.ACTION_RERUN]
-        if attempt.status == "partial" and attempt.patch and attempt.pr_number is None and not attempt.files:
-            wanted.append(render_checks.ACTION_APPLY)
-        return render_checks.check_actions(*wanted)
+        """The buttons of the attempt's completed check run (:func:`jobs.render_checks.attempt_buttons`)."""
+        return render_checks.attempt_buttons(self.attempt)
 
     def also_failing(self) -> str:
         """ "Also failing the same way: run N, …" for a CI attempt that other runs joined

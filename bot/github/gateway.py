@@ -39,6 +39,7 @@ from bot.github.publish import (
     ensure_branch_pushed,
     open_or_update_pr,
     read_file,
+    reply_in_review_thread,
     repository,
     update_check_run,
     upsert_status_comment,
@@ -376,6 +377,14 @@ class AppGitHubGateway:
     def add_reaction(self, repo: str, comment_id: int, content: str) -> None:
         """React to an issue comment."""
         add_reaction(self.client(repo, "comment"), comment_id, content)
+
+    def reply_in_review_thread(
+        self, repo: str, number: int, thread_id: int, body: str, reply_id: int | None = None
+    ) -> int:
+        """Reply in a pull request review thread (edit the earlier reply ``reply_id`` in place)."""
+        return reply_in_review_thread(
+            self.client(repo, "comment"), number, thread_id, body, reply_id=reply_id
+        )
 
 
 class GatewayFactory:

@@ -386,6 +386,30 @@ def create_comment(client: InstallationClient, number: int, body: str) -> int:
     return int(data["id"])
 
 
+def reply_in_review_thread(
+    client: InstallationClient, number: int, thread_id: int, body: str, *, reply_id: int | None = None
+) -> int:
+    """ARCS's reply in the review thread ``thread_id`` (its first comment) on pull request
+    ``number``: edit the reply ``reply_id`` in place, or post it (a deleted one is posted again)."""
+    body = truncate(body, MAX_BODY_CHARS)
+    if reply_id is not None:
+        try:
+            with github_errors(f"edit review reply {reply_id}"):
+                client.gh.rest.pulls.update_review_comment(client.owner, client.repo, reply_id, body=body)
+            return reply_id
+        except GitHubError as exc:
+            if exc.status != 404:
+                raise
+            log.info("github.review_reply.gone", comment_id=reply_id)
+    with github_errors(f"reply in review thread {thread_id} of #{number}"):
+        data = _json(
+            client.gh.rest.pulls.create_reply_for_review_comment(
+                client.owner, client.repo, number, thread_id, body=body
+            )
+        )
+    return int(data["id"])
+
+
 _REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"})
 
 

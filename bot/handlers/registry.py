@@ -15,6 +15,7 @@ from bot.handlers import (
     ping,
     pull_request,
     push,
+    review_comment,
     workflow_run,
 )
 from bot.routing import Router
@@ -25,6 +26,7 @@ CONCERNS = (
     check_run_action,
     issues,
     issue_comment,
+    review_comment,
     installation,
     push,
     pull_request,

@@ -287,6 +287,41 @@ class IssueComment(View):
     comment: Comment
 
 
+# --- pull_request_review_comment (commands in review threads) ------------------------------------
+
+
+class ReviewComment(View):
+    """A review comment (its body is parsed; ``in_reply_to_id`` names its thread's first comment)."""
+
+    id: int
+    body: str
+    user: User | None = None
+    author_association: str | None = None
+    in_reply_to_id: int | None = None
+
+
+class ReviewedPullHead(View):
+    """The reviewed pull request's head (a fork's: never repaired)."""
+
+    repo: RepositoryId | None = None
+
+
+class ReviewedPull(View):
+    """The pull request a review comment is on."""
+
+    number: int
+    user: User | None = None
+    head: ReviewedPullHead | None = None
+
+
+class PullRequestReviewComment(View):
+    """``pull_request_review_comment.created``."""
+
+    repository: Repository
+    pull_request: ReviewedPull
+    comment: ReviewComment
+
+
 # --- installation (index refreshes and drops) ---------------------------------------------------
 
 

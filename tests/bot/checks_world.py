@@ -140,6 +140,25 @@ class World:
         """The repository's check runs, oldest first."""
         return list(self.double.repos[REPO].check_runs.values())
 
+    def review_comment(
+        self, body: str, *, user: str, reply_to: int | None = None, pull: int | None = None
+    ) -> dict[str, Any]:
+        """A ``pull_request_review_comment.created`` by ``user`` on the pull request (a reply in
+        the thread of ``reply_to`` when given), the comment made on the double first."""
+        number = pull if pull is not None else self.pull
+        comment_id = self.double.add_review_comment(REPO, number, body, user=user, in_reply_to=reply_to)
+        payload = self.repo_payload(published("pull_request_review_comment", "created"), user)
+        pr = self.double.repos[REPO].pulls[number]
+        repo_id = self.double.repos[REPO].id
+        payload["pull_request"].update(number=number)
+        payload["pull_request"]["user"].update(login=pr["user"]["login"], type=pr["user"].get("type", "User"))
+        payload["pull_request"]["head"]["repo"].update(id=repo_id, full_name=REPO)
+        payload["comment"].update(
+            id=comment_id, body=body, in_reply_to_id=reply_to, author_association="MEMBER"
+        )
+        payload["comment"]["user"].update(login=user, type="User")
+        return payload
+
     def writes(self, since: int = 0) -> list[tuple[str, str]]:
         """``(method, path)`` of the repository writes the double accepted from ``since``."""
         return [(m.method, m.path) for m in self.double.mutations[since:] if m.path.startswith("/repos/")]

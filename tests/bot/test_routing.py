@@ -27,6 +27,7 @@ def test_app_routes_exactly_the_handled_events() -> None:
         ("issues", "labeled"),
         ("ping", None),
         ("pull_request", "closed"),
+        ("pull_request_review_comment", "created"),
         ("push", None),
         ("workflow_run", "completed"),
     ]

@@ -100,6 +100,8 @@ EXPECTED: dict[str, tuple[str, list[str]]] = {
     "push": ("queued", ["refresh_index"]),
     "pull_request.closed": ("ignored", []),
     "pull_request.closed.merged": ("ignored", []),
+    "pull_request_review_comment.created": ("ignored", []),  # no command
+    "pull_request_review_comment.created.command": ("queued", ["handle_command"]),
     "ping": ("ignored", []),
 }
 
