@@ -179,8 +179,8 @@ def apply_partial(run: AttemptRun, number: int, attempt_id: int | None, author: 
             f"@{author}, the fix of attempt #{target.id} is already in #{target.pr_number}.",
         )
     with run.deps.scratch() as scratch:
+        wsfs.make_dirs(scratch, "repo")  # the empty clone target
         workdir = scratch / "repo"
-        workdir.mkdir()
         run.gh.clone(run.repo, target.head_sha, workdir)
         try:
             files = patched_files(
