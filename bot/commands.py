@@ -8,6 +8,7 @@ Grammar (one command per comment, on a line of its own)::
     /arcs fix    [tier=0|small|medium|large|auto] [budget=0.50|$2] [iterations=N]
     /arcs retry  [same options as fix]
     /arcs stop
+    /arcs apply                      (open a pull request with a partial fix ARCS did not publish)
     /arcs help                       (a bare "/arcs" means help too)
     /arcs revise <instructions>      (on an ARCS pull request; the instructions may continue
                                       on the following lines)
@@ -37,7 +38,10 @@ __all__ = [
     "CommandError",
     "Tier",
     "Verb",
+    "mention_pattern",
     "parse_command",
+    "parse_mention",
+    "parse_request",
 ]
 
 VERBS: tuple[str, ...] = get_args(Verb)
@@ -70,9 +74,9 @@ _COMMAND = re.compile(r"^ {0,3}/arcs(?=\s|$)(.*)$", re.IGNORECASE)
 _BUDGET = re.compile(r"^\$?(\d{1,7}(?:\.\d{1,4})?|\.\d{1,4})$")
 
 
-def _command_lines(body: str) -> list[tuple[int, str, str]]:
-    """``(index, line, rest)`` for every command line outside code fences and quotes."""
-    found: list[tuple[int, str, str]] = []
+def _prose_lines(body: str) -> list[tuple[int, str]]:
+    """``(index, line)`` of every line outside code fences (quoted lines included)."""
+    found: list[tuple[int, str]] = []
     fence: str | None = None
     for index, line in enumerate(body.splitlines()):
         opening = _FENCE.match(line)
@@ -84,6 +88,14 @@ def _command_lines(body: str) -> list[tuple[int, str, str]]:
         if opening:
             fence = opening.group(1)
             continue
+        found.append((index, line))
+    return found
+
+
+def _command_lines(body: str) -> list[tuple[int, str, str]]:
+    """``(index, line, rest)`` for every command line outside code fences and quotes."""
+    found: list[tuple[int, str, str]] = []
+    for index, line in _prose_lines(body):
         match = _COMMAND.match(line)
         if match:
             found.append((index, line.strip(), match.group(1)))
@@ -208,3 +220,75 @@ def parse_command(body: str) -> Command | CommandError | None:
     if options:
         return CommandError(f"`/arcs {verb}` takes no options. {USAGE}", line)
     return Command(verb=verb)
+
+
+# --- @mentions ---------------------------------------------------------------------------------
+
+_QUOTE = re.compile(r"^ {0,3}>")
+_CODE_SPAN = re.compile(r"`+[^`]*`+")
+_NEGATIONS = frozenset({"not", "don't", "dont", "never", "no", "without", "cannot", "can't"})
+_TRIM = ".,!?:;()[]\"'*_~"
+
+
+def mention_pattern(handle: str) -> re.Pattern[str]:
+    """``@handle`` (or ``@handle[bot]``) as a mention: not part of a longer name or an e-mail."""
+    return re.compile(rf"(?<![\w@/.-])@{re.escape(handle)}(?:\[bot\])?(?![\w-])", re.IGNORECASE)
+
+
+def mention_help(handle: str) -> str:
+    """The short answer to a mention ARCS cannot read as exactly one command."""
+    return (
+        f"I am not sure what you are asking. Mention @{handle} with one command, e.g. "
+        f"`@{handle} fix`, `@{handle} retry`, `@{handle} stop`, `@{handle} apply`, "
+        f"`@{handle} revise <instructions>` or `@{handle} help` (the same as the `/arcs` commands)."
+    )
+
+
+def parse_mention(body: str, handle: str) -> Command | CommandError | None:
+    """The command an ``@handle`` mention asks for ("@arcs fix this", "@arcs please retry
+    budget=$2", "@arcs revise keep the API").
+
+    ``None`` when the comment does not mention ``handle`` outside code, inline code and quotes.
+    Exactly one command word (the ``/arcs`` verbs) after the mention is that command, its options
+    (``name=value`` words) read as ``/arcs`` reads them; none, several different ones or a negation
+    ("don't fix") is ambiguous: a :class:`CommandError` whose message is a short help (never a
+    repair).
+    """
+    pattern = mention_pattern(handle)
+    lines = body.splitlines()
+    for index, line in _prose_lines(body):
+        if _QUOTE.match(line):
+            continue
+        match = pattern.search(_CODE_SPAN.sub(lambda m: " " * len(m.group(0)), line))
+        if match is None:
+            continue
+        rest = line[match.end() :]
+        words = [w.strip(_TRIM).lower() for w in rest.split()]
+        verbs = list(dict.fromkeys(w for w in words if w in VERBS))
+        where = line.strip()
+        if len(verbs) != 1 or any(w in _NEGATIONS for w in words):
+            return CommandError(mention_help(handle), where)
+        verb = next(v for v in get_args(Verb) if v == verbs[0])
+        if verb == "revise":
+            after = rest.split(None, words.index("revise") + 1)
+            first = after[-1] if len(after) > words.index("revise") + 1 else ""
+            text = "\n".join([first, *lines[index + 1 :]]).strip()
+            if not text:
+                return CommandError(
+                    f"`@{handle} revise` needs instructions, e.g. `@{handle} revise keep the API`.", where
+                )
+            return Command(verb="revise", instructions=text[:MAX_INSTRUCTIONS_CHARS])
+        options = [token for token in rest.split() if "=" in token]
+        if verb in OPTION_VERBS:
+            return _parse_options(verb, options, where)
+        if options:
+            return CommandError(f"`@{handle} {verb}` takes no options. {USAGE}", where)
+        return Command(verb=verb)
+    return None
+
+
+def parse_request(body: str, handle: str) -> Command | CommandError | None:
+    """What a comment asks of ARCS: an ``/arcs`` command line (:func:`parse_command`) first, else an
+    ``@handle`` mention (:func:`parse_mention`); ``None`` when it asks nothing."""
+    parsed = parse_command(body)
+    return parsed if parsed is not None else parse_mention(body, handle)

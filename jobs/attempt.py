@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from jobs import render
+from jobs import render, render_checks
 from jobs.admission import Admitted, admit
 from jobs.branches import branch_name
 from jobs.config import (
@@ -289,6 +289,8 @@ def run_ci(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> str
             return config
         off = trigger_off(run, config, "ci", reply=False)
         if off is not None:
+            if prs and config.triggers.comments:
+                offer_fix(run, head_sha, prs[0])
             return off
         retry_of = msg.retry_of
         if not retry_of and not (head_branch is None or config.watches(head_branch)):
@@ -377,6 +379,32 @@ def run_ci(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> str
         red_build_at=_red_build_at(deps, job, msg),
         **signature,
     )
+
+
+def offer_fix(run: AttemptRun, head_sha: str, pull: int) -> None:
+    """A red build ARCS does not repair on its own here (``triggers.ci`` off): a neutral "ARCS can
+    fix this" check run on the commit with a "Fix with ARCS" button (a click is ``/arcs fix`` on
+    pull request ``pull`` by whoever clicked). A check run, not a comment: nobody is notified."""
+    text = (
+        "ARCS does not repair CI failures in this repository on its own (`triggers.ci` is off in "
+        f"`.arcs.yml`). Anyone with write access can ask for a repair: click **Fix with ARCS**, or "
+        f"comment `/arcs fix` on #{pull}."
+    )
+    try:
+        check_id = run.gh.create_check_run(
+            run.repo,
+            head_sha,
+            "ARCS",
+            "ARCS can fix this",
+            text,
+            external_id=str(run.attempt.id),
+            conclusion="neutral",
+            actions=render_checks.check_actions(render_checks.ACTION_FIX),
+        )
+    except Exception as exc:  # an offer that cannot be posted costs nothing else
+        run.event("error", f"could not offer a repair on {head_sha[:12]}: {type(exc).__name__}: {exc}")
+        return
+    run.update(check_run_id=check_id)
 
 
 def _on_default_branch(

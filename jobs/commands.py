@@ -1,5 +1,9 @@
-"""``/arcs`` comments: the ``handle_command`` job. Refuse, help, stop, or run a repair
-(``fix``/``retry`` on an issue or pull request, ``revise`` on an ARCS pull request).
+"""``/arcs`` comments: the ``handle_command`` job. Refuse, help, stop, apply a partial fix, or run
+a repair (``fix``/``retry`` on an issue or pull request, ``revise`` on an ARCS pull request).
+
+The same job answers the check run's buttons (``source="check_run"``: "Re-run ARCS" and "Fix with
+ARCS" are ``fix``, "Apply" is ``apply``), with the same rules: the author is the person who
+clicked.
 
 A command is checked before anything runs: the author needs write permission (checked first; a
 comment from anyone else gets no reply at all, only a ``refusal`` event for the dashboard, so
@@ -18,7 +22,9 @@ from jobs.admission import admit
 from jobs.attempt import read_config, repair, trigger_off
 from jobs.branches import BRANCH_PREFIX, branch_name
 from jobs.messages import Command, Envelope, HandleCommand
-from jobs.run import AttemptRun, Deps, run_attempt
+from jobs.patch_apply import PatchDoesNotApply, patched_files
+from jobs.run import AttemptRun, Deps, enqueue_publish, run_attempt
+from runners import wsfs
 
 log = structlog.get_logger("arcs.pipeline")
 
@@ -36,8 +42,12 @@ def handle_command(deps: Deps, job: Envelope, *, message_id: str | None = None) 
     command = msg.command
     verb = command.verb if command is not None else None
     key = job.idempotency_key or f"cmd:{repo}:{comment_id}"
+    # Reactions go on issue comments; a review-thread command is answered in its thread.
+    reacted = comment_id if msg.source == "comment" else None
 
     def work(run: AttemptRun) -> str:
+        if msg.source == "review_comment" and msg.thread_id is not None:
+            run.review_thread = msg.thread_id
         # Who asks comes first: anyone can comment, so a comment from someone without write
         # access gets no reply at all (no comment, no reaction), whatever it says; the refusal is
         # recorded for the dashboard.
@@ -51,7 +61,7 @@ def handle_command(deps: Deps, job: Envelope, *, message_id: str | None = None) 
                 "approved may not be the text that runs). Please post the command in a new comment.",
             )
         if msg.error:
-            react(run, comment_id, "confused")
+            react(run, reacted, "confused")
             return run.refuse(f"not understood: {msg.error}", f"@{author}, {msg.error}")
         config = read_config(run, None)
         if isinstance(config, str):
@@ -63,7 +73,9 @@ def handle_command(deps: Deps, job: Envelope, *, message_id: str | None = None) 
             return run.finish("skipped", "help", title="ARCS help", body=render.HELP_TEXT, conclusion=None)
         if verb == "stop":
             return stop(run, number, author)
-        react(run, comment_id, "eyes")
+        if verb == "apply":
+            return apply_partial(run, number, msg.attempt_id, author)
+        react(run, reacted, "eyes")
         # The options the command asks for (what is not given, the policy decides).
         tier, budget_usd, iterations = command.tier or "auto", _budget_usd(command), command.iterations
         if msg.is_pull_request:
@@ -139,6 +151,55 @@ def handle_command(deps: Deps, job: Envelope, *, message_id: str | None = None) 
         comment_id=comment_id,
         requested_by=author,
         options=command.as_dict() if command is not None else None,
+    )
+
+
+def apply_partial(run: AttemptRun, number: int, attempt_id: int | None, author: str) -> str:
+    """``/arcs apply`` or the "Apply" button: publish the partial fix an attempt on ``number`` found
+    but opened no pull request for (``open_pr_on_partial`` off). The stored patch is applied to a
+    fresh checkout of the commit it was made on (:mod:`jobs.patch_apply`), the files are stored
+    with that attempt and its ``publish_result`` is queued (one pull request per attempt)."""
+    store = run.deps.store
+    target = store.get_attempt(attempt_id) if attempt_id is not None else None
+    if target is None:
+        found = store.attempts(repo=run.repo, issue_number=number, statuses=("partial",), limit=10)
+        target = next((a for a in found if a.id != run.attempt.id and a.patch), None)
+    if (
+        target is None
+        or target.repo != run.repo
+        or target.issue_number != number
+        or target.status != "partial"
+        or not target.patch
+        or target.head_sha is None
+    ):
+        return run.refuse("nothing to apply", f"@{author}, there is no partial fix by ARCS here to apply.")
+    if target.pr_number is not None:
+        return run.refuse(
+            f"attempt #{target.id} is already published",
+            f"@{author}, the fix of attempt #{target.id} is already in #{target.pr_number}.",
+        )
+    with run.deps.scratch() as scratch:
+        wsfs.make_dirs(scratch, "repo")  # the empty clone target
+        workdir = scratch / "repo"
+        run.gh.clone(run.repo, target.head_sha, workdir)
+        try:
+            files = patched_files(
+                target.patch, lambda rel: wsfs.text_or_none(workdir, rel, limit=wsfs.SOURCE_LIMIT)
+            )
+        except PatchDoesNotApply as exc:
+            return run.refuse(
+                f"apply: {exc}",
+                f"@{author}, the partial fix of attempt #{target.id} does not apply any more ({exc}).",
+            )
+    store.update_attempt(target.id, files=files)
+    enqueue_publish(run.deps, run.job, store.get_attempt(target.id) or target)
+    return run.finish(
+        "skipped",
+        f"apply: publishing the partial fix of attempt #{target.id}",
+        title="ARCS is opening a pull request with its partial fix",
+        body=f"@{author} asked ARCS to apply the partial fix of attempt #{target.id}: a pull request is "
+        "on its way. CI will still fail on the tests that failed before the change too.",
+        conclusion=None,
     )
 
 

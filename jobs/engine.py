@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import stat
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -50,11 +51,12 @@ from jobs.engine_ports import (
     worker_toolchains,
 )
 from jobs.plan import LLMRef, PlanDefaults, RepairPlan
+from jobs.repair.diffing import parse_patch
 from jobs.repair.edits import EditError, apply_edits
 from jobs.repair.llm import LLM
 from jobs.repair.loop import RepairLoop, RepairResult
 from jobs.repair.ports import Clock, Interrupt, Proposer
-from jobs.repair.report import RepairReport
+from jobs.repair.report import FailureSpot, RepairReport
 from jobs.repair.spec import RepairSpec
 from jobs.repair.task import RepairTask, sanitize_untrusted
 from jobs.repair.tiers import TierUnavailable, resolve_tiers
@@ -192,12 +194,33 @@ def report_of(done: LoopRun, plan: RepairPlan) -> RepairReport:
     change = done.change
     return replace(
         report,
+        failures=repository_spots(done.repo, report.failures, report.patch),
         changes=change.changes,
         culprit=change.culprit,
         revert=change.revert,
         on_no_fix="revert" if plan.revert_skipped else plan.on_no_fix,
         revert_skipped="" if result.fixed else (plan.revert_skipped or change.revert_skipped),
     )
+
+
+def repository_spots(
+    workdir: Path, spots: tuple[FailureSpot, ...], patch: str = ""
+) -> tuple[FailureSpot, ...]:
+    """The failure locations that name a regular file of the repository as committed: a path
+    outside the checkout (a sandbox or host path), a link, or a file the patch creates (absent
+    from the commit the check run is on) is dropped. Read through :mod:`runners.wsfs`."""
+    created = {p.path for p in parse_patch(patch) if p.status == "added"} if patch else set()
+    kept: list[FailureSpot] = []
+    for spot in spots:
+        if spot.path in created:
+            continue
+        try:
+            found = wsfs.entry_stat(workdir, spot.path)
+        except (OSError, ValueError):  # an absolute path, `..`, a link on the way
+            continue
+        if found is not None and stat.S_ISREG(found.st_mode):
+            kept.append(spot)
+    return tuple(kept)
 
 
 def _home() -> Path | None:

@@ -159,18 +159,37 @@ class FakeGitHubGateway(_Recorder):
             self.opened[head] = ref
             return ref
 
-    def create_check_run(self, repo: str, head_sha: str, name: str, title: str, summary: str) -> int:
-        """A new in-progress check run."""
+    def create_check_run(
+        self,
+        repo: str,
+        head_sha: str,
+        name: str,
+        title: str,
+        summary: str,
+        *,
+        external_id: str | None = None,
+        conclusion: str | None = None,
+        actions: Sequence[Mapping[str, str]] = (),
+    ) -> int:
+        """A new check run (in progress unless ``conclusion``)."""
+        extra: dict[str, Any] = {}
+        if external_id is not None:
+            extra["external_id"] = external_id
+        if conclusion is not None:
+            extra["conclusion"] = conclusion
+        if actions:
+            extra["actions"] = [dict(a) for a in actions]
         self._record(
-            "create_check_run", repo=repo, head_sha=head_sha, name=name, title=title, summary=summary
+            "create_check_run", repo=repo, head_sha=head_sha, name=name, title=title, summary=summary, **extra
         )
         run_id = self._new_id()
         with self._lock:
             self.check_runs[run_id] = {
                 "head_sha": head_sha,
-                "conclusion": None,
+                "conclusion": conclusion,
                 "title": title,
                 "summary": summary,
+                **extra,
             }
         return run_id
 
@@ -183,8 +202,15 @@ class FakeGitHubGateway(_Recorder):
         title: str,
         summary: str,
         details: str | None = None,
+        annotations: Sequence[Mapping[str, Any]] = (),
+        actions: Sequence[Mapping[str, str]] | None = None,
     ) -> None:
-        """Update the remembered check run."""
+        """Update the remembered check run (annotations accumulate, as on GitHub)."""
+        extra: dict[str, Any] = {}
+        if annotations:
+            extra["annotations"] = [dict(a) for a in annotations]
+        if actions is not None:
+            extra["actions"] = [dict(a) for a in actions]
         self._record(
             "update_check_run",
             repo=repo,
@@ -193,11 +219,15 @@ class FakeGitHubGateway(_Recorder):
             title=title,
             summary=summary,
             details=details,
+            **extra,
         )
         with self._lock:
-            self.check_runs.setdefault(check_run_id, {}).update(
-                conclusion=conclusion, title=title, summary=summary, details=details
-            )
+            check = self.check_runs.setdefault(check_run_id, {})
+            check.update(conclusion=conclusion, title=title, summary=summary, details=details)
+            if annotations:
+                check.setdefault("annotations", []).extend(dict(a) for a in annotations)
+            if actions is not None:
+                check["actions"] = [dict(a) for a in actions]
 
     def create_or_edit_status_comment(
         self, repo: str, number: int, body: str, comment_id: int | None = None
@@ -215,6 +245,20 @@ class FakeGitHubGateway(_Recorder):
     def add_reaction(self, repo: str, comment_id: int, content: str) -> None:
         """Record the reaction."""
         self._record("add_reaction", repo=repo, comment_id=comment_id, content=content)
+
+    def reply_in_review_thread(
+        self, repo: str, number: int, thread_id: int, body: str, reply_id: int | None = None
+    ) -> int:
+        """Record the reply (a new id unless ``reply_id`` is edited)."""
+        self._record(
+            "reply_in_review_thread",
+            repo=repo,
+            number=number,
+            thread_id=thread_id,
+            body=body,
+            reply_id=reply_id,
+        )
+        return reply_id if reply_id is not None else self._new_id()
 
 
 @dataclass

@@ -55,12 +55,14 @@ VERSION = 1
 VERSIONS = frozenset({1})
 """The message versions this code reads."""
 
-Verb = Literal["fix", "retry", "stop", "help", "revise"]
+Verb = Literal["fix", "retry", "stop", "help", "revise", "apply"]
 Tier = Literal["0", "small", "medium", "large", "auto"]
 CiSource = Literal["workflow_run", "check_suite", "check_run"]
 IndexMode = Literal["incremental", "full"]
 DropReason = Literal["removed", "uninstalled"]
 Refusal = Literal["edited"]
+CommandSource = Literal["comment", "check_run", "review_comment"]
+"""Where a command was given: an issue/PR comment, a check run's button, a review thread."""
 
 
 # --- actor options -------------------------------------------------------------------------------
@@ -258,6 +260,14 @@ class HandleCommand(Message):
     """A parse error to post as the reply."""
     refusal: Refusal | None = None
     """``edited``: reply politely, run nothing."""
+    source: CommandSource = "comment"
+    """``check_run``: a button (``requested_action``) clicked by ``author``; ``review_comment``: a
+    comment in a pull request review thread (``comment_id`` is the review comment, replied to in
+    its thread)."""
+    attempt_id: int | None = None
+    """The attempt whose check run carried the button (its ``external_id``), when known."""
+    thread_id: int | None = None
+    """``review_comment``: the first comment of the review thread, where ARCS replies."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

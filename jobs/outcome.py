@@ -12,11 +12,12 @@ The cost replaces the attempt's USD reservation.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import structlog
 
-from jobs import render
+from jobs import render, render_checks
 from jobs.logctx import set_outcome
 from jobs.policy import binding_cap, budget_stop_reason
 from jobs.repair.report import RepairReport
@@ -98,6 +99,7 @@ def _partial(run: AttemptRun, report: RepairReport, common: Mapping[str, Any], s
             "Opening a pull request, as `.arcs.yml` asks (`open_pr_on_partial`); CI will still fail.",
             conclusion=None,
             comment=False,
+            annotations=render_checks.check_annotations(attempt_summary(run.attempt, report=report)),
         )
         enqueue_publish(run.deps, run.job, run.attempt)
         set_outcome("partial")
@@ -114,6 +116,7 @@ def _partial(run: AttemptRun, report: RepairReport, common: Mapping[str, Any], s
         "in `.arcs.yml` to get one anyway).",
         conclusion="neutral",
         check=render.check_run_output("completed", summary, reason=reason),
+        annotations=render_checks.check_annotations(replace(summary, diff=report.patch)),
         patch=report.patch or None,
     )
 
@@ -149,6 +152,8 @@ def record_outcome(run: AttemptRun, report: RepairReport) -> str:
             f"Attempt #{run.attempt.id} found a fix ({spend}); opening a pull request.",
             conclusion=None,
             comment=False,
+            # Once per attempt, here: publishing may be retried, and GitHub appends annotations.
+            annotations=render_checks.check_annotations(attempt_summary(run.attempt, report=report)),
         )
         enqueue_publish(run.deps, run.job, run.attempt)
         set_outcome("fixed")
@@ -176,6 +181,7 @@ def record_outcome(run: AttemptRun, report: RepairReport) -> str:
         + (f"\n\n{report.explanation}" if report.explanation else ""),
         conclusion="neutral",
         check=render.check_run_output("completed", summary, reason=f"{report.verdict}: {reason}"),
+        annotations=render_checks.check_annotations(summary),
     )
     if report.revert is not None and report.revert.files:
         # `on_no_fix: revert` (#14): the engine verified a revert of the culprit; publishing

@@ -154,8 +154,20 @@ class GitHubGateway(Protocol):
         """Open a pull request from ``head`` into ``base``, or update the open one for ``head``."""
         ...
 
-    def create_check_run(self, repo: str, head_sha: str, name: str, title: str, summary: str) -> int:
-        """Create an in-progress check run on ``head_sha``; return its id."""
+    def create_check_run(
+        self,
+        repo: str,
+        head_sha: str,
+        name: str,
+        title: str,
+        summary: str,
+        *,
+        external_id: str | None = None,
+        conclusion: str | None = None,
+        actions: Sequence[Mapping[str, str]] = (),
+    ) -> int:
+        """Create a check run on ``head_sha`` (in progress; completed with ``conclusion``) with
+        ``external_id`` (ARCS: the attempt's id) and ``actions`` (buttons); return its id."""
         ...
 
     def update_check_run(
@@ -167,8 +179,13 @@ class GitHubGateway(Protocol):
         title: str,
         summary: str,
         details: str | None = None,
+        annotations: Sequence[Mapping[str, Any]] = (),
+        actions: Sequence[Mapping[str, str]] | None = None,
     ) -> None:
-        """Update a check run; a ``conclusion`` completes it (``None`` keeps it in progress)."""
+        """Update a check run; a ``conclusion`` completes it (``None`` keeps it in progress).
+
+        ``annotations`` (:mod:`jobs.render_checks`) are appended, in as many requests as GitHub
+        needs; ``actions`` replace the buttons (``None``: unchanged)."""
         ...
 
     def create_or_edit_status_comment(
@@ -179,6 +196,13 @@ class GitHubGateway(Protocol):
 
     def add_reaction(self, repo: str, comment_id: int, content: str) -> None:
         """React to an issue comment (``eyes`` when a command is accepted, ``confused`` when not)."""
+        ...
+
+    def reply_in_review_thread(
+        self, repo: str, number: int, thread_id: int, body: str, reply_id: int | None = None
+    ) -> int:
+        """ARCS's reply in the review thread whose first comment is ``thread_id`` on pull request
+        ``number`` (``reply_id``: edit that earlier reply in place); return the reply's id."""
         ...
 
 

@@ -440,6 +440,7 @@ HELP_TEXT = f"""ARCS commands (one per comment, on a line of its own):
   `iterations` caps the number of repair iterations.
 - `/arcs retry [options]`: run the last repair again (options as for fix).
 - `/arcs stop`: stop the repair running here.
+- `/arcs apply`: open a pull request with the partial fix ARCS found here but did not publish.
 - `/arcs revise <instructions>`: on an ARCS pull request, run the loop again on its branch with
   your instructions as review feedback.
 - `/arcs help`: this message.

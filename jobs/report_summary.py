@@ -89,6 +89,7 @@ def attempt_summary(
         revert_sha=r.revert.sha if r.revert is not None and r.revert.files else "",
         revert_skipped=_recorded(r, "revert_skipped"),
         refused=threat_notices(r.notices),
+        failure_spots=r.failures,
     )
 
 

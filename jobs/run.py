@@ -11,6 +11,9 @@ every step is visible (:class:`AttemptRun`): a check run on the commit (CI), a s
 the issue or pull request, an event in the store for refusals and errors. An exception never
 disappears: it becomes status ``error``, an ``error`` event and a message to the user (who sees
 the exception type, not its text).
+
+Longer than ~500 lines on purpose: one attempt's life and every way it tells the user (check run
+with its annotations and buttons, status comment, review-thread reply) stay in one place.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +29,7 @@ from typing import Any
 import structlog
 from structlog.contextvars import bind_contextvars
 
-from jobs import render
+from jobs import render, render_checks
 from jobs.logctx import set_outcome
 from jobs.messages import Envelope, MessageInvalid, PublishResult, RepairCiFailure
 from jobs.policy import EffectivePolicy
@@ -131,6 +134,10 @@ class AttemptRun:
         self.granted_usd: float | None = None
         self.repairing = False
         """The repair service was called (its spend, if it fails, is unknown)."""
+        self.review_thread: int | None = None
+        """A command given in a pull request review thread: what :meth:`tell` says goes there as
+        a reply (edited in place within this job), not in the status comment."""
+        self.review_reply: int | None = None
 
     @property
     def repo(self) -> str:
@@ -169,6 +176,7 @@ class AttemptRun:
             CHECK_NAME,
             "ARCS is looking at this failure",
             f"Attempt #{self.attempt.id}: reproducing the failure and searching for a fix.",
+            external_id=str(self.attempt.id),  # a button clicked on it names this attempt
         )
         self.update(check_run_id=check_id)
 
@@ -181,19 +189,29 @@ class AttemptRun:
         comment: bool = True,
         check: Mapping[str, str] | None = None,
         comment_body: str | None = None,
+        annotations: Sequence[Mapping[str, Any]] = (),
+        actions: Sequence[Mapping[str, str]] | None = None,
     ) -> None:
         """Say it on the check run (CI) and in the status comment (issue/PR), whichever exist.
 
         ``check`` (a :func:`jobs.render.check_run_output`) and ``comment_body`` replace the plain
-        ``title``/``body`` where given. The comment carries the attempt's hidden marker, so a
+        ``title``/``body`` where given; ``annotations`` and ``actions`` (:mod:`jobs.render_checks`)
+        go on the check run (annotations are appended by GitHub: give them once per attempt). The comment carries the attempt's hidden marker, so a
         redelivered job edits the same comment. A failure to post is recorded as an event, not
         raised: the attempt's outcome stands.
         """
         if self.attempt.check_run_id is not None:
+            if actions is None and conclusion is not None:
+                actions = self.buttons()
             output = dict(check) if check is not None else {"title": title, "summary": body}
             also = self.also_failing()
             if also:
                 output["summary"] = f"{output['summary']}\n\n{also}"
+            extra: dict[str, Any] = {}
+            if annotations:
+                extra["annotations"] = annotations
+            if actions is not None:
+                extra["actions"] = actions
             try:
                 self.gh.update_check_run(
                     self.repo,
@@ -202,6 +220,7 @@ class AttemptRun:
                     title=output["title"],
                     summary=output["summary"],
                     details=output.get("text"),
+                    **extra,
                 )
             except Exception as exc:
                 self._report_post_failure("check run", exc)
@@ -209,6 +228,9 @@ class AttemptRun:
             text = comment_body if comment_body is not None else f"**{title}**\n\n{body}"
             if render.find_status_marker(text) is None:
                 text += "\n\n" + render.status_marker(self.attempt.id)
+            if self.review_thread is not None:
+                self._reply_in_thread(self.attempt.issue_number, self.review_thread, text)
+                return
             try:
                 comment_id = self.gh.create_or_edit_status_comment(
                     self.repo,
@@ -220,6 +242,18 @@ class AttemptRun:
                     self.update(status_comment_id=comment_id)
             except Exception as exc:
                 self._report_post_failure("status comment", exc)
+
+    def _reply_in_thread(self, number: int, thread: int, text: str) -> None:
+        try:
+            self.review_reply = self.gh.reply_in_review_thread(
+                self.repo, number, thread, text, reply_id=self.review_reply
+            )
+        except Exception as exc:
+            self._report_post_failure("review thread reply", exc)
+
+    def buttons(self) -> list[dict[str, str]]:
+        """The buttons of the attempt's completed check run (:func:`jobs.render_checks.attempt_buttons`)."""
+        return render_checks.attempt_buttons(self.attempt)
 
     def also_failing(self) -> str:
         """ "Also failing the same way: run N, …" for a CI attempt that other runs joined
@@ -255,6 +289,8 @@ class AttemptRun:
         comment: bool = True,
         check: Mapping[str, str] | None = None,
         comment_body: str | None = None,
+        annotations: Sequence[Mapping[str, Any]] = (),
+        actions: Sequence[Mapping[str, str]] | None = None,
         **fields: Any,
     ) -> str:
         """End the attempt with ``status``, record ``event`` and tell the user; returns ``status``."""
@@ -263,7 +299,14 @@ class AttemptRun:
             self.event(event, reason, **(event_data or {}))
         if title or body or check is not None or comment_body is not None:
             self.tell(
-                title, body, conclusion=conclusion, comment=comment, check=check, comment_body=comment_body
+                title,
+                body,
+                conclusion=conclusion,
+                comment=comment,
+                check=check,
+                comment_body=comment_body,
+                annotations=annotations,
+                actions=actions,
             )
         set_outcome(status)
         log.info("attempt.finish", status=status, reason=one_line(reason, 200))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from jobs.repair.report import Culprit
+    from jobs.repair.report import Culprit, FailureSpot
 
 __all__ = ["DiffStats", "RepairSummary", "TestTally", "diff_stats"]
 
@@ -109,6 +109,8 @@ class RepairSummary:
     """The culprit a verified revert pull request is (being) opened for ('' none)."""
     revert_skipped: str = ""
     """Under ``on_no_fix: revert``: why no revert was opened ('' when not recorded)."""
+    failure_spots: tuple[FailureSpot, ...] = ()
+    """Where the failing tests failed (repository files and lines; the check run annotates them)."""
     refused: tuple[str, ...] = ()
     """Candidates the patch threat check refused, one line each naming its rule
     (:func:`jobs.repair.threats.threat_notices` of the report's notices)."""

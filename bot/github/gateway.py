@@ -39,6 +39,7 @@ from bot.github.publish import (
     ensure_branch_pushed,
     open_or_update_pr,
     read_file,
+    reply_in_review_thread,
     repository,
     update_check_run,
     upsert_status_comment,
@@ -47,6 +48,7 @@ from bot.settings import Settings
 from jobs.config import ArcsConfig, ArcsConfigError, RepoConfig, parse_repo_config
 from jobs.config import load as load_arcs_config
 from jobs.ports import BranchHead, IssueInfo, PullRequestInfo, PullRequestRef, WorkflowRunRef
+from jobs.render_checks import annotation_batches
 
 log = structlog.get_logger(__name__)
 
@@ -323,14 +325,28 @@ class AppGitHubGateway:
             labels=config.pr_labels,
         )
 
-    def create_check_run(self, repo: str, head_sha: str, name: str, title: str, summary: str) -> int:
-        """An in-progress check run on ``head_sha``."""
+    def create_check_run(
+        self,
+        repo: str,
+        head_sha: str,
+        name: str,
+        title: str,
+        summary: str,
+        *,
+        external_id: str | None = None,
+        conclusion: str | None = None,
+        actions: Sequence[Mapping[str, str]] = (),
+    ) -> int:
+        """A check run on ``head_sha``: in progress, or completed with ``conclusion``."""
         return create_check_run(
             self.client(repo, "comment"),
             head_sha=head_sha,
             name=name,
             status="in_progress",
             output={"title": title, "summary": summary},
+            external_id=external_id,
+            conclusion=conclusion,
+            actions=actions,
         )
 
     def update_check_run(
@@ -342,18 +358,28 @@ class AppGitHubGateway:
         title: str,
         summary: str,
         details: str | None = None,
+        annotations: Sequence[Mapping[str, Any]] = (),
+        actions: Sequence[Mapping[str, str]] | None = None,
     ) -> None:
-        """Update the check run; a ``conclusion`` completes it."""
+        """Update the check run; a ``conclusion`` completes it. ``annotations`` go in batches of
+        50 (GitHub's limit per request): the first with the update, the rest in follow-up
+        updates of the same output (GitHub appends them)."""
         output = {"title": title, "summary": summary}
         if details:
             output["text"] = details
+        client = self.client(repo, "comment")
+        batches = annotation_batches(annotations)
         update_check_run(
-            self.client(repo, "comment"),
+            client,
             check_run_id,
             output=output,
             status=None if conclusion else "in_progress",
             conclusion=conclusion,
+            annotations=batches[0] if batches else (),
+            actions=actions,
         )
+        for batch in batches[1:]:
+            update_check_run(client, check_run_id, output=output, annotations=batch)
 
     def create_or_edit_status_comment(
         self, repo: str, number: int, body: str, comment_id: int | None = None
@@ -366,6 +392,14 @@ class AppGitHubGateway:
     def add_reaction(self, repo: str, comment_id: int, content: str) -> None:
         """React to an issue comment."""
         add_reaction(self.client(repo, "comment"), comment_id, content)
+
+    def reply_in_review_thread(
+        self, repo: str, number: int, thread_id: int, body: str, reply_id: int | None = None
+    ) -> int:
+        """Reply in a pull request review thread (edit the earlier reply ``reply_id`` in place)."""
+        return reply_in_review_thread(
+            self.client(repo, "comment"), number, thread_id, body, reply_id=reply_id
+        )
 
 
 class GatewayFactory:

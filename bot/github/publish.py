@@ -32,6 +32,7 @@ from bot.github.git import (
 )
 from jobs.ports import PullRequestRef
 from jobs.render import MAX_BODY_CHARS, MAX_CHECK_TEXT, STATUS_MARKER_RE, truncate
+from jobs.render_checks import MAX_ANNOTATIONS_PER_REQUEST
 from runners import wsfs
 
 log = structlog.get_logger(__name__)
@@ -248,14 +249,17 @@ def add_labels(client: InstallationClient, number: int, labels: Sequence[str]) -
 # --------------------------------------------------------------------------- check runs
 
 
-def _output(output: Mapping[str, str]) -> dict[str, str]:
-    out = {
+def _output(output: Mapping[str, str], annotations: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    out: dict[str, Any] = {
         "title": truncate(output.get("title", "ARCS"), 255, note="…"),
-        "summary": output.get("summary", ""),
+        "summary": truncate(output.get("summary", ""), MAX_CHECK_TEXT),
     }
-    out["summary"] = truncate(out["summary"], MAX_CHECK_TEXT)
     if output.get("text"):
         out["text"] = truncate(output["text"], MAX_CHECK_TEXT)
+    if annotations:
+        if len(annotations) > MAX_ANNOTATIONS_PER_REQUEST:
+            raise ValueError(f"at most {MAX_ANNOTATIONS_PER_REQUEST} annotations per request")
+        out["annotations"] = [dict(a) for a in annotations]
     return out
 
 
@@ -268,13 +272,21 @@ def create_check_run(
     name: str = CHECK_NAME,
     details_url: str | None = None,
     external_id: str | None = None,
+    conclusion: str | None = None,
+    actions: Sequence[Mapping[str, str]] = (),
 ) -> int:
-    """Create the check run on ``head_sha``; return its id."""
+    """Create the check run on ``head_sha`` (completed when ``conclusion`` is given, with
+    ``actions``: buttons); return its id."""
     body: dict[str, Any] = {"name": name, "head_sha": head_sha, "status": status, "output": _output(output)}
+    if conclusion is not None:
+        body["status"] = "completed"
+        body["conclusion"] = conclusion
     if details_url:
         body["details_url"] = details_url
     if external_id:
         body["external_id"] = external_id
+    if actions:
+        body["actions"] = [dict(a) for a in actions]
     with github_errors(f"create the {name} check run"):
         data = _json(client.gh.rest.checks.create(client.owner, client.repo, data=cast(Any, body)))
     return int(data["id"])
@@ -288,8 +300,12 @@ def update_check_run(
     status: str | None = None,
     conclusion: str | None = None,
     details_url: str | None = None,
+    annotations: Sequence[Mapping[str, Any]] = (),
+    actions: Sequence[Mapping[str, str]] | None = None,
 ) -> None:
-    """Update the check run; a ``conclusion`` completes it."""
+    """Update the check run; a ``conclusion`` completes it. ``annotations`` (at most
+    :data:`MAX_ANNOTATIONS_PER_REQUEST`, GitHub's limit) need an ``output``; ``actions`` replace
+    the buttons (``[]`` removes them, ``None`` leaves them)."""
     body: dict[str, Any] = {}
     if conclusion is not None:
         body["status"] = "completed"
@@ -297,9 +313,13 @@ def update_check_run(
     elif status is not None:
         body["status"] = status
     if output is not None:
-        body["output"] = _output(output)
+        body["output"] = _output(output, annotations)
+    elif annotations:
+        raise ValueError("annotations need an output (title and summary)")
     if details_url:
         body["details_url"] = details_url
+    if actions is not None:
+        body["actions"] = [dict(a) for a in actions]
     with github_errors(f"update check run {check_run_id}"):
         client.gh.rest.checks.update(client.owner, client.repo, check_run_id, data=cast(Any, body))
 
@@ -361,6 +381,30 @@ def create_comment(client: InstallationClient, number: int, body: str) -> int:
         data = _json(
             client.gh.rest.issues.create_comment(
                 client.owner, client.repo, number, body=truncate(body, MAX_BODY_CHARS)
+            )
+        )
+    return int(data["id"])
+
+
+def reply_in_review_thread(
+    client: InstallationClient, number: int, thread_id: int, body: str, *, reply_id: int | None = None
+) -> int:
+    """ARCS's reply in the review thread ``thread_id`` (its first comment) on pull request
+    ``number``: edit the reply ``reply_id`` in place, or post it (a deleted one is posted again)."""
+    body = truncate(body, MAX_BODY_CHARS)
+    if reply_id is not None:
+        try:
+            with github_errors(f"edit review reply {reply_id}"):
+                client.gh.rest.pulls.update_review_comment(client.owner, client.repo, reply_id, body=body)
+            return reply_id
+        except GitHubError as exc:
+            if exc.status != 404:
+                raise
+            log.info("github.review_reply.gone", comment_id=reply_id)
+    with github_errors(f"reply in review thread {thread_id} of #{number}"):
+        data = _json(
+            client.gh.rest.pulls.create_reply_for_review_comment(
+                client.owner, client.repo, number, thread_id, body=body
             )
         )
     return int(data["id"])

@@ -13,8 +13,10 @@ unique constraint). :func:`bot.handlers.registry.build_router` composes the rout
     check run and its failed suite coalesce).
 ``RepairIssue`` (:mod:`~bot.handlers.issues`)
     Key: ``issue:{repo}#{number}:{delivery_id}`` (labelling again is a new request).
-``HandleCommand`` (:mod:`~bot.handlers.issue_comment`)
-    Key: ``cmd:{repo}:{comment_id}`` (``…:edited`` for refusals).
+``HandleCommand`` (:mod:`~bot.handlers.issue_comment`, :mod:`~bot.handlers.check_run_action`,
+:mod:`~bot.handlers.review_comment`)
+    Key: ``cmd:{repo}:{comment_id}`` (``…:edited`` for refusals); a check run's button
+    ``action:{repo}:{check_run_id}:{identifier}``; a review comment ``review:{repo}:{comment_id}``.
 ``RefreshIndex`` (:mod:`~bot.handlers.installation`, :mod:`~bot.handlers.push`)
     Key: ``index:{repo}:full:{delivery_id}`` or ``index:{repo}:incremental:{after}``.
 ``DropIndex`` (:mod:`~bot.handlers.installation`)
@@ -31,3 +33,9 @@ from datetime import datetime
 def iso(value: datetime | None) -> str | None:
     """A timestamp as ISO 8601 (JSON-able), or ``None``."""
     return value.isoformat() if value is not None else None
+
+
+def app_slug(bot_login: str) -> str:
+    """The App's slug from its bot account (``arcs[bot]`` -> ``arcs``): the ``@`` handle people
+    mention it by and the name its check runs carry."""
+    return bot_login.strip().removesuffix("[bot]")

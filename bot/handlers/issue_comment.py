@@ -6,6 +6,10 @@ trusted). An author without it gets no reply at all (no comment, no reaction: an
 so anyone could otherwise make the bot post); to the others the worker replies: the result, a
 refusal, or the parse error carried in ``error``.
 
+A command is an ``/arcs`` line or an ``@<app slug>`` mention ("@arcs fix this",
+:func:`bot.commands.parse_request`; the handle is the App's, from ``ARCS_BOT_LOGIN``): a mention
+that is not exactly one command gets a short help reply, never a repair.
+
 Refused here without a reply: comments by bots, ARCS's own account included (replying to a bot
 invites loops) and comments without a command. Edited comments are never executed (the text
 someone approved may not be the text that runs); when an edited comment contains a command,
@@ -17,7 +21,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bot.commands import CommandError, parse_command
+from bot.commands import CommandError, parse_request
+from bot.handlers import app_slug
 from bot.handlers.views import IssueComment
 from bot.routing import Decision, RouteContext, Router, enqueue, ignore
 from jobs.messages import Command, HandleCommand
@@ -61,11 +66,12 @@ def created(event: IssueComment, ctx: RouteContext) -> Decision:
     refused = _bot_author(event, ctx)
     if refused:
         return ignore(refused)
-    parsed = parse_command(event.comment.body)
+    parsed = parse_request(event.comment.body, app_slug(ctx.settings.bot_login))
     if parsed is None:
         return ignore("no /arcs command in the comment")
     if isinstance(parsed, Command) and parsed.verb == "revise":
-        parsed = _check_revise(event, ctx) or parsed
+        opener = event.issue.user.login if event.issue.user is not None else None
+        parsed = revise_refusal(event.issue.pull_request is not None, opener, ctx) or parsed
     message = _message(event, ctx)
     if isinstance(parsed, CommandError):
         message = replace(message, error=parsed.message)
@@ -74,13 +80,12 @@ def created(event: IssueComment, ctx: RouteContext) -> Decision:
     return enqueue(ctx.job(message, key=f"cmd:{message.repo}:{event.comment.id}"))
 
 
-def _check_revise(event: IssueComment, ctx: RouteContext) -> CommandError | None:
+def revise_refusal(is_pull_request: bool, opener: str | None, ctx: RouteContext) -> CommandError | None:
     """``/arcs revise`` only makes sense on a pull request opened by ARCS (re-checked by the worker)."""
     line = "/arcs revise"
-    if event.issue.pull_request is None:
+    if not is_pull_request:
         return CommandError("`/arcs revise` works on ARCS pull requests, not on issues.", line)
-    user = event.issue.user
-    author = user.login if user is not None else ""
+    author = opener or ""
     if author.casefold() != ctx.settings.bot_login.casefold():
         return CommandError(
             "`/arcs revise` works on pull requests opened by ARCS; this one was opened by "
@@ -96,7 +101,7 @@ def edited(event: IssueComment, ctx: RouteContext) -> Decision:
     refused = _bot_author(event, ctx)
     if refused:
         return ignore(refused)
-    if parse_command(event.comment.body) is None:
+    if parse_request(event.comment.body, app_slug(ctx.settings.bot_login)) is None:
         return ignore("edited comment without an /arcs command")
     message = replace(_message(event, ctx), refusal="edited")
     return enqueue(ctx.job(message, key=f"cmd:{message.repo}:{event.comment.id}:edited"))

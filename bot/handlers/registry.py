@@ -7,6 +7,7 @@ Here rather than in :mod:`bot.routing`, which every handler imports (for ``Route
 from __future__ import annotations
 
 from bot.handlers import (
+    check_run_action,
     check_suite,
     installation,
     issue_comment,
@@ -14,11 +15,23 @@ from bot.handlers import (
     ping,
     pull_request,
     push,
+    review_comment,
     workflow_run,
 )
 from bot.routing import Router
 
-CONCERNS = (workflow_run, check_suite, issues, issue_comment, installation, push, pull_request, ping)
+CONCERNS = (
+    workflow_run,
+    check_suite,
+    check_run_action,
+    issues,
+    issue_comment,
+    review_comment,
+    installation,
+    push,
+    pull_request,
+    ping,
+)
 """The handler modules, each with its ``router``."""
 
 

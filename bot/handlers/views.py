@@ -201,6 +201,34 @@ class CheckRunCompleted(View):
     check_run: CheckRun
 
 
+class RequestedAction(View):
+    """The button a person clicked on a check run (its ``identifier``)."""
+
+    identifier: str
+
+
+class ActionCheckRun(View):
+    """The check run whose button was clicked (ARCS's own: its app, its attempt, its pull request)."""
+
+    id: int
+    head_sha: str
+    app: App | None = None
+    """``None`` or another App's: not ARCS's check run (ignored)."""
+    external_id: str | None = None
+    """ARCS writes the attempt's id here."""
+    pull_requests: list[CheckPull] = []
+
+
+class CheckRunRequestedAction(View):
+    """``check_run.requested_action``."""
+
+    repository: Repository
+    check_run: ActionCheckRun
+    sender: User
+    requested_action: RequestedAction | None = None
+    """``None``: a malformed delivery (ignored, recorded with the reason)."""
+
+
 # --- issues --------------------------------------------------------------------------------------
 
 
@@ -257,6 +285,41 @@ class IssueComment(View):
     repository: RepositoryName
     issue: CommentedIssue
     comment: Comment
+
+
+# --- pull_request_review_comment (commands in review threads) ------------------------------------
+
+
+class ReviewComment(View):
+    """A review comment (its body is parsed; ``in_reply_to_id`` names its thread's first comment)."""
+
+    id: int
+    body: str
+    user: User | None = None
+    author_association: str | None = None
+    in_reply_to_id: int | None = None
+
+
+class ReviewedPullHead(View):
+    """The reviewed pull request's head (a fork's: never repaired)."""
+
+    repo: RepositoryId | None = None
+
+
+class ReviewedPull(View):
+    """The pull request a review comment is on."""
+
+    number: int
+    user: User | None = None
+    head: ReviewedPullHead | None = None
+
+
+class PullRequestReviewComment(View):
+    """``pull_request_review_comment.created``."""
+
+    repository: Repository
+    pull_request: ReviewedPull
+    comment: ReviewComment
 
 
 # --- installation (index refreshes and drops) ---------------------------------------------------

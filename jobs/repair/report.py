@@ -37,6 +37,9 @@ REPORT_VERSION = 2
 MAX_FAILURE_LOG_CHARS = 4_000
 """Characters of the CI failure log kept with the report."""
 MAX_TARGET_TESTS = 50
+MAX_FAILURE_SPOTS = 50
+"""Failure locations kept with the report (one check-run request carries 50 annotations)."""
+MAX_SPOT_MESSAGE_CHARS = 300
 MAX_MARKDOWN_CHARS = 1_000_000
 """What is read back of the trace's Markdown (a PR body keeps far less)."""
 
@@ -115,6 +118,72 @@ class Culprit:
             found_by=found_by if found_by in CULPRIT_FOUND_BY else "single_commit",
             runs=max(integer(d.get("runs")) or 0, 0),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class FailureSpot:
+    """Where one failing test failed: a repository-relative file and line, the test's id and
+    a one-line message (what the check run annotates at that line)."""
+
+    test_id: str
+    path: str
+    line: int
+    message: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored shape."""
+        return {"test_id": self.test_id, "path": self.path, "line": self.line, "message": self.message}
+
+    @classmethod
+    def read(cls, data: object) -> FailureSpot | None:
+        """The record, or None (no path, or no positive line)."""
+        d = mapping(data)
+        path = text(d.get("path"), 500).strip()
+        line = integer(d.get("line"))
+        if not path or line is None or line < 1:
+            return None
+        return cls(
+            test_id=text(d.get("test_id"), 500),
+            path=path,
+            line=line,
+            message=text(d.get("message"), MAX_SPOT_MESSAGE_CHARS),
+        )
+
+    @classmethod
+    def read_all(cls, data: object) -> tuple[FailureSpot, ...]:
+        """Every readable record of a list (others skipped), at most :data:`MAX_FAILURE_SPOTS`."""
+        if not isinstance(data, list):
+            return ()
+        spots = (cls.read(item) for item in data[: MAX_FAILURE_SPOTS * 2])
+        return tuple(spot for spot in spots if spot is not None)[:MAX_FAILURE_SPOTS]
+
+
+def failure_spots(failures: Sequence[Any]) -> tuple[FailureSpot, ...]:
+    """The located failures of a run (:class:`jobs.repair.model.Failure`, or their recorded
+    mappings: ``path``/``line`` is the innermost repository frame), one per test and location, at
+    most :data:`MAX_FAILURE_SPOTS`."""
+    spots: list[FailureSpot] = []
+    seen: set[tuple[str, str, int]] = set()
+    for failure in failures:
+        d = failure if isinstance(failure, Mapping) else {}
+
+        def field_of(name: str, failure: Any = failure, d: Mapping[str, Any] = d) -> Any:
+            return d.get(name) if d else getattr(failure, name, None)
+
+        line = field_of("line")
+        line = line if isinstance(line, int) and not isinstance(line, bool) else 0
+        path, test_id = text(field_of("path"), 500), text(field_of("test_id"), 500)
+        if not path or line < 1 or (test_id, path, line) in seen:
+            continue
+        seen.add((test_id, path, line))
+        kind = text(field_of("type"), 200)
+        message = " ".join(text(field_of("message"), 5_000).split())
+        if kind and not message.startswith(kind):
+            message = f"{kind}: {message}" if message else kind
+        spots.append(FailureSpot(test_id, path, line, message[:MAX_SPOT_MESSAGE_CHARS]))
+        if len(spots) >= MAX_FAILURE_SPOTS:
+            break
+    return tuple(spots)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +267,9 @@ class RepairReport:
     notices: tuple[str, ...] = ()
     interrupt: Interruption | None = None
     failure_class: str = ""
+    failures: tuple[FailureSpot, ...] = ()
+    """Where the failing tests failed (the reproduction's baseline run, else the task's failures
+    from the CI log): repository-relative paths only (the engine drops the others)."""
     failure_log: str = ""
     """The start of the CI failure log (at most :data:`MAX_FAILURE_LOG_CHARS`)."""
     commands: Commands | None = None
@@ -242,6 +314,10 @@ class RepairReport:
         trace = result.trace
         keep_patch = result.fixed or result.verdict == "partial"
         targets = tuple(trace.reproduction.targets) or tuple(target_tests)
+        baseline = trace.reproduction.baseline
+        located = failure_spots(baseline.failures if baseline is not None else ())
+        if not located and trace.task is not None:
+            located = failure_spots(trace.task.failures)
         return cls(
             verdict=str(result.verdict),
             fixed=bool(result.fixed),
@@ -266,6 +342,7 @@ class RepairReport:
             notices=tuple(result.notices),
             interrupt=Interruption.read(trace.interrupt),
             failure_class=failure_class,
+            failures=located,
             failure_log=failure_log[:MAX_FAILURE_LOG_CHARS],
             commands=Commands.read(trace.commands),
             trace_id=trace.id,
@@ -299,6 +376,7 @@ class RepairReport:
             tests_before=doc.reproduction.baseline,
             tests_after=out.tests_after,
             target_tests=doc.reproduction.targets[:MAX_TARGET_TESTS],
+            failures=failure_spots(doc.failures),
             gates=out.gates,
             verification=out.verification,
             pre_existing=out.pre_existing,
@@ -351,6 +429,7 @@ class RepairReport:
             "notices": list(self.notices),
             "interrupt": opt(self.interrupt),
             "failure_class": self.failure_class,
+            "failures": [spot.to_json() for spot in self.failures],
             "failure_log": self.failure_log,
             "commands": opt(self.commands),
             "trace_id": self.trace_id,
@@ -391,6 +470,7 @@ class RepairReport:
             "notices": texts(data.get("notices")),
             "interrupt": Interruption.read(data.get("interrupt")),
             "failure_class": text(data.get("failure_class"), 100),
+            "failures": FailureSpot.read_all(data.get("failures")),
             "failure_log": text(data.get("failure_log"), MAX_FAILURE_LOG_CHARS),
             "commands": Commands.read(data.get("commands")),
             "trace_id": text(data.get("trace_id"), 200),
@@ -440,8 +520,11 @@ class RepairReport:
 __all__ = [
     "CULPRIT_FOUND_BY",
     "MAX_FAILURE_LOG_CHARS",
+    "MAX_FAILURE_SPOTS",
     "REPORT_VERSION",
     "Culprit",
+    "FailureSpot",
     "RepairReport",
     "RevertResult",
+    "failure_spots",
 ]

@@ -544,6 +544,9 @@ class TraceDoc:
     interrupt: Interruption | None = None
     changes: ChangeDoc | None = None
     """The change since the last green run and its culprit (``repo["changes"]``; None: none recorded)."""
+    failures: tuple[Mapping[str, Any], ...] = ()
+    """The located failures as recorded: the reproduction's baseline run's, else the task's
+    (``failure_to_json`` mappings; :func:`jobs.repair.report.failure_spots` reads them)."""
 
     @property
     def is_trace(self) -> bool:
@@ -614,6 +617,8 @@ class TraceDoc:
             commands=Commands.read(d.get("commands")),
             interrupt=Interruption.read(d.get("interrupt")),
             changes=ChangeDoc.read(mapping(d.get("repo")).get("changes")),
+            failures=tuple(maps(mapping(rep.get("baseline")).get("failures")))
+            or tuple(maps(mapping(d.get("task")).get("failures"))),
         )
 
 

@@ -16,6 +16,7 @@ from tests.bot.webhook_support import ctx, event_of, load
 def test_app_routes_exactly_the_handled_events() -> None:
     assert list(build_router().routes()) == [
         ("check_run", "completed"),
+        ("check_run", "requested_action"),
         ("check_suite", "completed"),
         ("installation", "created"),
         ("installation", "deleted"),
@@ -26,6 +27,7 @@ def test_app_routes_exactly_the_handled_events() -> None:
         ("issues", "labeled"),
         ("ping", None),
         ("pull_request", "closed"),
+        ("pull_request_review_comment", "created"),
         ("push", None),
         ("workflow_run", "completed"),
     ]

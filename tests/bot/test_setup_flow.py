@@ -419,6 +419,7 @@ def test_app_yml_is_least_privilege_and_commented() -> None:
         "check_run",
         "issues",
         "issue_comment",
+        "pull_request_review_comment",
         "push",
         "pull_request",
     }

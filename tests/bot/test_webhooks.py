@@ -88,6 +88,8 @@ EXPECTED: dict[str, tuple[str, list[str]]] = {
     "check_suite.completed.failure": ("queued", ["repair_ci_failure"]),
     "check_run.completed": ("ignored", []),
     "check_run.completed.failure": ("queued", ["repair_ci_failure"]),
+    "check_run.requested_action": ("ignored", []),  # another App's button
+    "check_run.requested_action.arcs": ("queued", ["handle_command"]),
     "issues.labeled": ("queued", ["repair_issue"]),
     "issues.opened": ("ignored", []),
     "issue_comment.created": ("ignored", []),
@@ -98,6 +100,8 @@ EXPECTED: dict[str, tuple[str, list[str]]] = {
     "push": ("queued", ["refresh_index"]),
     "pull_request.closed": ("ignored", []),
     "pull_request.closed.merged": ("ignored", []),
+    "pull_request_review_comment.created": ("ignored", []),  # no command
+    "pull_request_review_comment.created.command": ("queued", ["handle_command"]),
     "ping": ("ignored", []),
 }
 

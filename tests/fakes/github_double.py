@@ -86,6 +86,9 @@ CHECK_CONCLUSIONS = {
     "timed_out",
 }
 REACTIONS = {"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"}
+ANNOTATION_LEVELS = {"notice", "warning", "failure"}
+MAX_ANNOTATIONS_PER_REQUEST = 50
+MAX_CHECK_ACTIONS = 3
 MAX_TEXT = 65535
 MAX_BODY = 65536
 DEFAULT_AUTHOR = ("Octo Cat", "octocat@example.com")
@@ -293,6 +296,8 @@ class Repo:
     """Issues and pull requests share GitHub's number space; pulls carry ``pull_request``."""
     pulls: dict[int, dict[str, Json]] = field(default_factory=dict)
     comments: dict[int, dict[str, Json]] = field(default_factory=dict)
+    review_comments: dict[int, dict[str, Json]] = field(default_factory=dict)
+    """Pull request review comments (threads: ``in_reply_to_id`` names the thread's first one)."""
     check_runs: dict[int, dict[str, Json]] = field(default_factory=dict)
     runs: dict[int, WorkflowRun] = field(default_factory=dict)
 
@@ -932,6 +937,96 @@ class GitHubDouble:
             }
             return number
 
+    def add_review_comment(
+        self,
+        full_name: str,
+        number: int,
+        body: str,
+        *,
+        user: str = "octocat",
+        path: str = "app.py",
+        line: int = 1,
+        in_reply_to: int | None = None,
+    ) -> int:
+        """A review comment by ``user`` on pull request ``number`` (a reply when ``in_reply_to``)."""
+        with self._lock:
+            r = self.repos[full_name]
+            if number not in r.pulls:
+                raise KeyError(f"{full_name}: no pull request #{number}")
+            self.add_user(user)
+            return self._new_review_comment(r, number, body, self._user_json(user), path, line, in_reply_to)
+
+    def review_thread(self, full_name: str, root: int) -> list[dict[str, Json]]:
+        """The review comment ``root`` and its replies, oldest first."""
+        comments = self.repos[full_name].review_comments
+        return [c for c in comments.values() if c["id"] == root or c.get("in_reply_to_id") == root]
+
+    def _new_review_comment(
+        self,
+        r: Repo,
+        number: int,
+        body: str,
+        user: dict[str, Json],
+        path: str,
+        line: int,
+        in_reply_to: int | None,
+    ) -> int:
+        cid = next(self._ids)
+        now = _iso(self.clock())
+        r.review_comments[cid] = {
+            "id": cid,
+            "pull_request_number": number,
+            "in_reply_to_id": in_reply_to,
+            "body": body,
+            "path": path,
+            "line": line,
+            "user": user,
+            "html_url": f"{self.base_url}/{r.full_name}/pull/{number}#discussion_r{cid}",
+            "created_at": now,
+            "updated_at": now,
+        }
+        return cid
+
+    def _reply_review_comment(
+        self, req: _Request, owner: str, repo: str, number: str, cid: str
+    ) -> tuple[int, Json]:
+        body = req.json()
+        _validate(body, allowed={"body": str}, required=("body",))
+        if len(body["body"]) > MAX_BODY:
+            raise _Unexpected(422, {"message": "body is too long (maximum is 65536 characters)"})
+        r = self._repo(owner, repo)
+        target = r.review_comments.get(int(cid))
+        if target is None or target["pull_request_number"] != int(number):
+            raise _Reply(404, {"message": "Not Found"})
+        if target.get("in_reply_to_id") is not None:
+            # GitHub: replies to replies are not supported (reply to the thread's first comment).
+            raise _Unexpected(
+                422, {"message": "Validation Failed", "errors": ["in_reply_to must be a top-level comment"]}
+            )
+        new = self._new_review_comment(
+            r,
+            int(number),
+            body["body"],
+            self._user_json(self.bot_login),
+            target["path"],
+            target["line"],
+            int(cid),
+        )
+        return 201, r.review_comments[new]
+
+    def _update_review_comment(self, req: _Request, owner: str, repo: str, cid: str) -> tuple[int, Json]:
+        body = req.json()
+        _validate(body, allowed={"body": str}, required=("body",))
+        r = self._repo(owner, repo)
+        comment = r.review_comments.get(int(cid))
+        if comment is None:
+            raise _Reply(404, {"message": "Not Found"})
+        if comment["user"]["login"] != self.bot_login:
+            raise _Unexpected(403, {"message": "Resource not accessible by integration"})
+        comment["body"] = body["body"]
+        comment["updated_at"] = _iso(self.clock())
+        return 200, comment
+
     def reviews_on(self, full_name: str, number: int) -> list[dict[str, Json]]:
         """The reviews posted on pull request ``number`` (with their ``comments``)."""
         return list(self.reviews.get((full_name, number), []))
@@ -1111,6 +1206,22 @@ class GitHubDouble:
                 "POST",
                 repo + r"/pulls/(?P<number>\d+)/reviews",
                 self._create_review,
+                "token",
+                (("pull_requests", "write"),),
+                (),
+            ),
+            (
+                "POST",
+                repo + r"/pulls/(?P<number>\d+)/comments/(?P<cid>\d+)/replies",
+                self._reply_review_comment,
+                "token",
+                (("pull_requests", "write"),),
+                (),
+            ),
+            (
+                "PATCH",
+                repo + r"/pulls/comments/(?P<cid>\d+)",
+                self._update_review_comment,
                 "token",
                 (("pull_requests", "write"),),
                 (),
@@ -2232,6 +2343,56 @@ class GitHubDouble:
             for key in ("summary", "text"):
                 if len(output.get(key) or "") > MAX_TEXT:
                     raise _Unexpected(422, {"message": f"output.{key} is longer than {MAX_TEXT} characters"})
+            self._check_annotations(output.get("annotations") or [])
+        actions = body.get("actions")
+        if actions is not None:
+            if len(actions) > MAX_CHECK_ACTIONS:
+                raise _Unexpected(422, {"message": f"at most {MAX_CHECK_ACTIONS} actions"})
+            for action in actions:
+                if not isinstance(action, dict):
+                    raise _Unexpected(422, {"message": "an action is an object"})
+                _validate(
+                    action,
+                    allowed={"label": str, "description": str, "identifier": str},
+                    required=("label", "description", "identifier"),
+                )
+                for key, limit in (("label", 20), ("description", 40), ("identifier", 20)):
+                    if not action[key] or len(action[key]) > limit:
+                        raise _Unexpected(422, {"message": f"action {key} must be 1-{limit} characters"})
+
+    @staticmethod
+    def _check_annotations(annotations: Sequence[Json]) -> None:
+        """GitHub's rules: at most 50 per request, each with a path inside the repository, a
+        line range, a level and a message."""
+        if len(annotations) > MAX_ANNOTATIONS_PER_REQUEST:
+            raise _Unexpected(
+                422, {"message": f"at most {MAX_ANNOTATIONS_PER_REQUEST} annotations per request"}
+            )
+        for note in annotations:
+            if not isinstance(note, dict):
+                raise _Unexpected(422, {"message": "an annotation is an object"})
+            _validate(
+                note,
+                allowed={
+                    "path": str,
+                    "start_line": int,
+                    "end_line": int,
+                    "start_column": int,
+                    "end_column": int,
+                    "annotation_level": str,
+                    "message": str,
+                    "title": str,
+                    "raw_details": str,
+                },
+                required=("path", "start_line", "end_line", "annotation_level", "message"),
+            )
+            path = note["path"]
+            if not path or path.startswith("/") or "\\" in path or ".." in path.split("/"):
+                raise _Unexpected(422, {"message": f"annotation path {path!r} is not in the repository"})
+            if note["annotation_level"] not in ANNOTATION_LEVELS:
+                raise _Unexpected(422, {"message": f"invalid annotation_level {note['annotation_level']!r}"})
+            if note["start_line"] < 1 or note["end_line"] < note["start_line"]:
+                raise _Unexpected(422, {"message": "annotation lines must be 1 <= start_line <= end_line"})
 
     def _create_check(self, req: _Request, owner: str, repo: str) -> tuple[int, Json]:
         body = req.json()
@@ -2252,6 +2413,8 @@ class GitHubDouble:
             "details_url": body.get("details_url"),
             "external_id": body.get("external_id"),
             "output": body.get("output") or {"title": None, "summary": None, "text": None},
+            "annotations": list((body.get("output") or {}).get("annotations") or []),
+            "actions": list(body.get("actions") or []),
             "html_url": f"{self.base_url}/{r.full_name}/runs/{cid}",
             "app": {"id": int(self.app_id), "slug": self.app_slug},
             "history": [body.get("status", "queued")],
@@ -2269,6 +2432,10 @@ class GitHubDouble:
         self._check_body(body, check)
         for key, value in body.items():
             check[key] = value
+        # GitHub appends the annotations of every request (each request carries at most 50).
+        check["annotations"] = check.get("annotations", []) + list(
+            (body.get("output") or {}).get("annotations") or []
+        )
         if body.get("conclusion"):
             check["status"] = "completed"
         check["history"].append(check["status"])
