@@ -61,6 +61,9 @@ def declare_actors(broker: dramatiq.Broker, deps_factory: DepsFactory) -> dict[s
     def record_pr_outcome(payload: dict[str, Any]) -> None:
         _run(pipeline.record_pr_outcome, payload, deps_factory)
 
+    def watch_checks(payload: dict[str, Any]) -> None:
+        _run(pipeline.watch_checks, payload, deps_factory)
+
     bodies: dict[ActorName, Callable[[dict[str, Any]], None]] = {
         "refresh_index": refresh_index,
         "drop_index": drop_index,
@@ -69,6 +72,7 @@ def declare_actors(broker: dramatiq.Broker, deps_factory: DepsFactory) -> dict[s
         "handle_command": handle_command,
         "publish_result": publish_result,
         "record_pr_outcome": record_pr_outcome,
+        "watch_checks": watch_checks,
     }
     actors: dict[str, dramatiq.Actor[Any, Any]] = {}
     for name, body in bodies.items():

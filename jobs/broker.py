@@ -42,6 +42,7 @@ QUEUES: Mapping[ActorName, str] = {
     "drop_index": "arcs-index",
     "publish_result": "arcs-github",
     "record_pr_outcome": "arcs-github",
+    "watch_checks": "arcs-github",
 }
 """Queue of each actor: long repairs, index refreshes and quick GitHub writes do not wait on
 each other (a worker can also be started for some queues only)."""

@@ -45,6 +45,7 @@ ActorName = Literal[
     "handle_command",
     "record_pr_outcome",
     "publish_result",
+    "watch_checks",
 ]
 
 CONTEXT_KEYS = ("delivery_id", "event", "installation_id", "repo", "attempt_id")
@@ -61,6 +62,8 @@ CiSource = Literal["workflow_run", "check_suite", "check_run"]
 IndexMode = Literal["incremental", "full"]
 DropReason = Literal["removed", "uninstalled"]
 Refusal = Literal["edited"]
+ChecksState = Literal["waiting", "passed", "failed", "other"]
+"""What the checks on ARCS's pushed head do: wait for approval (``action_required``), or ended."""
 CommandSource = Literal["comment", "check_run", "review_comment"]
 """Where a command was given: an issue/PR comment, a check run's button, a review thread."""
 
@@ -97,6 +100,8 @@ ACTOR_OPTIONS: Mapping[ActorName, ActorOptions] = {
     "record_pr_outcome": ActorOptions(
         max_retries=6, time_limit=2 * _MINUTE_MS, max_age=7 * 24 * _HOUR_MS, retry_on_time_limit=True
     ),
+    # Editing one comment line: cheap, and stale once a newer event came (max_age).
+    "watch_checks": ActorOptions(max_retries=4, time_limit=2 * _MINUTE_MS, max_age=24 * _HOUR_MS),
 }
 """Every actor states its retry, time and age limits: repairs are long and expensive, so they are
 retried rarely and never after hitting their time limit; GitHub writes are short and retried more
@@ -297,6 +302,28 @@ class RecordPrOutcome(Message):
     merged_at: dt.datetime | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WatchChecks(Message):
+    """The checks on the head of an ARCS pull request changed state (a workflow run or a check
+    suite waits for approval, or completed): its status comment says so, in place."""
+
+    ACTOR: ClassVar[ActorName] = "watch_checks"
+    repo: str
+    head_sha: str
+    head_branch: str
+    state: ChecksState
+    installation_id: int | None = None
+    delivery_id: str | None = None
+    pull_requests: tuple[int, ...] = ()
+    """The pull requests the event names (may be empty: a run started before the PR existed)."""
+    source: CiSource | None = None
+    name: str | None = None
+    """The workflow or checks app."""
+    html_url: str | None = None
+    """The run (its page carries the "Approve and run" button)."""
+    conclusion: str | None = None
+
+
 M = TypeVar("M", bound=Message)
 
 MESSAGES: Mapping[ActorName, type[Message]] = {
@@ -309,6 +336,7 @@ MESSAGES: Mapping[ActorName, type[Message]] = {
         HandleCommand,
         PublishResult,
         RecordPrOutcome,
+        WatchChecks,
     )
 }
 """The message class of each actor."""

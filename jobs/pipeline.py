@@ -7,6 +7,7 @@ the CLI and tests). The jobs live in one module per concern; this module names t
 - :mod:`jobs.admission`: the owner's policy, monthly USD caps and pull-request limits;
 - :mod:`jobs.commands`: ``handle_command`` (``/arcs`` comments);
 - :mod:`jobs.publish`: ``publish_result`` and ``record_pr_outcome``;
+- :mod:`jobs.checks_watch`: ``watch_checks`` (the checks on ARCS's pushed head, in its status comment);
 - :mod:`jobs.index_jobs`: ``refresh_index`` and ``drop_index``.
 
 Job arguments are those of the web side (:mod:`jobs.messages`). Nothing here imports ``bot``:
@@ -20,6 +21,7 @@ from collections.abc import Callable, Mapping
 from jobs.admission import PrCounts, count_arcs_prs, pr_limit_reached
 from jobs.attempt import MAX_BRANCH_RETRIES, run_ci, run_issue
 from jobs.branches import BRANCH_PREFIX, branch_name
+from jobs.checks_watch import watch_checks
 from jobs.commands import handle_command
 from jobs.index_jobs import drop_index_job, refresh_index
 from jobs.messages import JobRequest
@@ -48,6 +50,7 @@ __all__ = [
     "repair_ci_failure",
     "repair_issue",
     "repair_summary",
+    "watch_checks",
 ]
 
 repair_ci_failure = run_ci
@@ -64,6 +67,7 @@ FUNCTIONS: Mapping[str, DomainFunction] = {
     "handle_command": handle_command,
     "record_pr_outcome": record_pr_outcome,
     "publish_result": publish_result,
+    "watch_checks": watch_checks,
 }
 """The application function of each actor."""
 

@@ -357,6 +357,19 @@ class JoinedRunView(Protocol):
     def workflow_name(self) -> str | None: ...
 
 
+class ArcsPullView(Protocol):
+    """A pull request ARCS opened, as recorded (its pushed head)."""
+
+    @property
+    def number(self) -> int: ...
+    @property
+    def head_sha(self) -> str | None: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def attempt_id(self) -> int | None: ...
+
+
 class AttemptStore(Protocol):
     """The store operations of the jobs (``bot.store.store.Store`` conforms; see its docstrings)."""
 
@@ -437,6 +450,10 @@ class AttemptStore(Protocol):
 
     def set_pr_state(self, repo: str, number: int, state: str, *, at: dt.datetime | None = None) -> bool:
         """Record merged/closed; False when the pull request is not ARCS'."""
+        ...
+
+    def arcs_pr_for_branch(self, repo: str, branch: str) -> ArcsPullView | None:
+        """The newest pull request ARCS opened from ``branch`` (``None``: none)."""
         ...
 
     def record_event(

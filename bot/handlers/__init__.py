@@ -23,6 +23,8 @@ unique constraint). :func:`bot.handlers.registry.build_router` composes the rout
     Key: ``index-drop:{repo}:{delivery_id}``.
 ``RecordPrOutcome`` (:mod:`~bot.handlers.pull_request`)
     Key: ``pr-outcome:{repo}#{number}:{closed_at}``.
+``WatchChecks`` (:mod:`~bot.handlers.checks_watch`, from ``workflow_run`` and ``check_suite``)
+    Key: ``checks:{repo}:{source}:{run or suite id}:{state}``.
 """
 
 from __future__ import annotations

@@ -8,10 +8,15 @@ and the failed suite that contains it produce the *same* idempotency key
 Forks: a check suite on a commit from a fork carries no ``head_branch`` and its pull requests
 point at another repository; both are refused here. The worker re-verifies that the head commit
 belongs to a branch of the base repository before it touches credentials.
+
+A completed suite on ARCS's own ``arcs/*`` branch also becomes a ``watch_checks`` job
+(:mod:`bot.handlers.checks_watch`): one held for approval (``action_required``, any app), or the
+result of a non-Actions app (Actions results come through ``workflow_run``).
 """
 
 from __future__ import annotations
 
+from bot.handlers.checks_watch import WAITING, watch
 from bot.handlers.views import CheckPull, CheckRunCompleted, CheckSuiteCompleted
 from bot.routing import ARCS_BRANCH_PREFIX, Decision, RouteContext, Router, enqueue, ignore
 from jobs.messages import CiRef, CiSource, RepairCiFailure
@@ -53,7 +58,30 @@ def _common(
 
 @router.on("check_suite", "completed", view=CheckSuiteCompleted)
 def suite_completed(event: CheckSuiteCompleted, ctx: RouteContext) -> Decision:
-    """Enqueue ``repair_ci_failure`` for a failed suite of a non-Actions CI app."""
+    """Enqueue ``repair_ci_failure`` for a failed suite of a non-Actions CI app, and
+    ``watch_checks`` for a suite on ARCS's own branch."""
+    decision = _repair_suite(event, ctx)
+    suite = event.check_suite
+    if suite.app.slug == ACTIONS_APP_SLUG and WAITING not in (suite.status, suite.conclusion):
+        return decision  # Actions results: workflow_run says them (with the workflow's name)
+    job = watch(
+        ctx,
+        repo=event.repository.full_name,
+        same_repo=not _fork_pull(suite.pull_requests, event.repository.id),
+        source="check_suite",
+        ident=suite.id,
+        head_sha=suite.head_sha,
+        head_branch=suite.head_branch,
+        status=suite.status,
+        conclusion=suite.conclusion,
+        name=suite.app.slug,
+        html_url=None,
+        pull_requests=tuple(pr.number for pr in suite.pull_requests),
+    )
+    return decision if job is None else enqueue(*decision.jobs, job)
+
+
+def _repair_suite(event: CheckSuiteCompleted, ctx: RouteContext) -> Decision:
     suite = event.check_suite
     slug = suite.app.slug
     if suite.conclusion not in REPAIRABLE_CONCLUSIONS:

@@ -112,6 +112,8 @@ class WorkflowRun(View):
 
     id: int
     head_sha: str
+    status: str | None = None
+    """``action_required``: the run waits for a maintainer's approval."""
     conclusion: str | None = None
     head_branch: str | None = None
     head_repository: HeadRepository | None
@@ -125,7 +127,7 @@ class WorkflowRun(View):
 
 
 class WorkflowRunCompleted(View):
-    """``workflow_run.completed``."""
+    """``workflow_run.completed`` (and ``requested``: the same fields)."""
 
     repository: Repository
     workflow_run: WorkflowRun
@@ -162,6 +164,7 @@ class CheckSuite(View):
     id: int
     head_sha: str
     app: App
+    status: str | None = None
     conclusion: str | None = None
     head_branch: str | None = None
     pull_requests: list[CheckPull] = []

@@ -5,13 +5,18 @@ code is untrusted and must never run with the installation's credentials; ``head
 differs from ``repository``), and runs with no head branch. Left to the worker, because it needs
 the API: the watched branches of ``.arcs.yml`` (every branch by default) and the retry cap on
 ARCS's own ``arcs/*`` branches (marked with ``retry_of``).
+
+A run on ARCS's own ``arcs/*`` branch also becomes a ``watch_checks`` job
+(:mod:`bot.handlers.checks_watch`): held for approval (``action_required``, at ``requested`` or
+``completed``), passed or failed, its pull request's status comment says so.
 """
 
 from __future__ import annotations
 
+from bot.handlers.checks_watch import watch
 from bot.handlers.views import WorkflowRunCompleted
 from bot.routing import ARCS_BRANCH_PREFIX, Decision, RouteContext, Router, enqueue, ignore
-from jobs.messages import CiRef, RepairCiFailure
+from jobs.messages import CiRef, Envelope, RepairCiFailure
 
 router = Router("workflow_run")
 
@@ -19,9 +24,46 @@ REPAIRABLE_CONCLUSIONS = frozenset({"failure"})
 """Only real failures: ``timed_out``, ``cancelled`` and ``startup_failure`` are not code defects."""
 
 
+def _watch(event: WorkflowRunCompleted, ctx: RouteContext) -> Envelope | None:
+    run = event.workflow_run
+    head = run.head_repository
+    return watch(
+        ctx,
+        repo=event.repository.full_name,
+        same_repo=head is not None and head.id == event.repository.id,
+        source="workflow_run",
+        ident=run.id,
+        head_sha=run.head_sha,
+        head_branch=run.head_branch,
+        status=run.status,
+        conclusion=run.conclusion,
+        name=run.name,
+        html_url=run.html_url,
+        pull_requests=tuple(pr.number for pr in run.pull_requests if pr is not None),
+    )
+
+
+@router.on("workflow_run", "requested", view=WorkflowRunCompleted)
+def requested(event: WorkflowRunCompleted, ctx: RouteContext) -> Decision:
+    """Enqueue ``watch_checks`` for a run on ARCS's branch that waits for approval."""
+    job = _watch(event, ctx)
+    if job is None:
+        return ignore("workflow run requested: only a run on ARCS's branch held for approval is watched")
+    return enqueue(job)
+
+
 @router.on("workflow_run", "completed", view=WorkflowRunCompleted)
 def completed(event: WorkflowRunCompleted, ctx: RouteContext) -> Decision:
-    """Enqueue ``repair_ci_failure`` for a failed run on a branch of this repository."""
+    """Enqueue ``repair_ci_failure`` for a failed run on a branch of this repository, and
+    ``watch_checks`` for a run on ARCS's own branch."""
+    decision = _repair(event, ctx)
+    job = _watch(event, ctx)
+    if job is None:
+        return decision
+    return enqueue(*decision.jobs, job)
+
+
+def _repair(event: WorkflowRunCompleted, ctx: RouteContext) -> Decision:
     run = event.workflow_run
     if run.conclusion not in REPAIRABLE_CONCLUSIONS:
         return ignore(f"workflow run concluded {run.conclusion or 'without a conclusion'}")

@@ -820,6 +820,15 @@ class Store:
                 select(PullRequest).where(PullRequest.repo == repo, PullRequest.number == number)
             ).first()
 
+    def arcs_pr_for_branch(self, repo: str, branch: str) -> PullRequest | None:
+        """The newest pull request ARCS opened from ``branch`` (``None``: not ARCS's branch)."""
+        with self._sessions() as session:
+            return session.scalars(
+                select(PullRequest)
+                .where(PullRequest.repo == repo, PullRequest.branch == branch)
+                .order_by(PullRequest.id.desc())
+            ).first()
+
     # --- events -----------------------------------------------------------------------------
 
     def record_event(

@@ -9,7 +9,7 @@ import pytest
 from bot.handlers.check_suite import run_completed, suite_completed
 from bot.routing import Decision
 from bot.settings import Settings
-from jobs.messages import RepairCiFailure
+from jobs.messages import RepairCiFailure, WatchChecks
 from tests.bot.webhook_support import ctx, load, model
 
 SUITE = "check_suite.completed.failure"
@@ -76,5 +76,21 @@ def test_no_head_branch_is_refused(settings: Settings) -> None:
 
 
 def test_arcs_branch_is_a_retry(settings: Settings) -> None:
-    (job,) = suite(settings, check_suite__head_branch="arcs/fix-1").jobs
+    job, watched = suite(settings, check_suite__head_branch="arcs/fix-1").jobs
     assert job.expect(RepairCiFailure).retry_of == "arcs/fix-1"
+    assert watched.expect(WatchChecks).state == "failed"  # and said in ARCS's pull request
+
+
+def test_a_suite_held_for_approval_on_arcs_branch_is_watched_even_for_actions(settings: Settings) -> None:
+    patches = {
+        "check_suite__head_branch": "arcs/fix-1",
+        "check_suite__conclusion": "action_required",
+        "check_suite__app__slug": "github-actions",
+    }
+    (watched,) = suite(settings, **patches).jobs
+    message = watched.expect(WatchChecks)
+    assert (message.state, message.source, message.name) == ("waiting", "check_suite", "github-actions")
+    # An Actions suite's plain result is left to workflow_run; other branches are not watched.
+    patches["check_suite__conclusion"] = "success"
+    assert suite(settings, **patches).jobs == ()
+    assert suite(settings, check_suite__conclusion="action_required").jobs == ()

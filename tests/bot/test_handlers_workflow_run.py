@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 
 from bot.handlers.views import WorkflowRunCompleted, read
-from bot.handlers.workflow_run import completed
+from bot.handlers.workflow_run import completed, requested
 from bot.routing import Decision
 from bot.settings import Settings
-from jobs.messages import CiRef, RepairCiFailure
+from jobs.messages import CiRef, RepairCiFailure, WatchChecks
 from tests.bot.webhook_support import ctx, load, model
 
 STEM = "workflow_run.completed.failure"
@@ -70,8 +70,49 @@ def test_fork_runs_are_never_repaired(settings: Settings) -> None:
 
 
 def test_arcs_branches_are_marked_as_retries(settings: Settings) -> None:
-    (job,) = decide(settings, workflow_run__head_branch="arcs/fix-42").jobs
+    # A red run on ARCS's branch is a retry and also a line in its pull request's status comment.
+    job, watched = decide(settings, workflow_run__head_branch="arcs/fix-42").jobs
     assert job.expect(RepairCiFailure).retry_of == "arcs/fix-42"
+    message = watched.expect(WatchChecks)
+    assert (message.state, message.head_branch, message.conclusion) == ("failed", "arcs/fix-42", "failure")
+    assert watched.idempotency_key == "checks:octo-org/octo-repo:workflow_run:289782451:failed"
+
+
+@pytest.mark.parametrize(
+    ("conclusion", "state"),
+    [("action_required", "waiting"), ("success", "passed"), ("cancelled", "other"), ("timed_out", "failed")],
+)
+def test_runs_on_arcs_branches_are_watched(settings: Settings, conclusion: str, state: str) -> None:
+    decision = decide(settings, workflow_run__head_branch="arcs/fix-42", workflow_run__conclusion=conclusion)
+    (watched,) = [j for j in decision.jobs if j.actor == "watch_checks"]
+    assert watched.expect(WatchChecks).state == state
+    assert [j.actor for j in decision.jobs].count("repair_ci_failure") == (
+        state == "failed" and conclusion == "failure"
+    )
+
+
+def test_other_branches_and_forks_are_not_watched(settings: Settings) -> None:
+    assert decide(settings, workflow_run__conclusion="action_required").jobs == ()
+    fork = decide(
+        settings,
+        workflow_run__head_branch="arcs/fix-42",
+        workflow_run__conclusion="action_required",
+        workflow_run__head_repository__id=999,
+    )
+    assert fork.jobs == ()
+
+
+def test_a_requested_run_held_for_approval_is_watched(settings: Settings) -> None:
+    patches: dict[str, Any] = {
+        "workflow_run__head_branch": "arcs/fix-42",
+        "workflow_run__status": "action_required",
+        "workflow_run__conclusion": None,
+    }
+    (watched,) = requested(model(STEM, **patches), ctx(settings, STEM, **patches)).jobs
+    assert watched.expect(WatchChecks).state == "waiting"
+    patches["workflow_run__status"] = "queued"
+    decision = requested(model(STEM, **patches), ctx(settings, STEM, **patches))
+    assert decision.jobs == () and decision.reason
 
 
 def test_run_without_a_branch(settings: Settings) -> None:

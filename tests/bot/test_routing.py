@@ -30,6 +30,7 @@ def test_app_routes_exactly_the_handled_events() -> None:
         ("pull_request_review_comment", "created"),
         ("push", None),
         ("workflow_run", "completed"),
+        ("workflow_run", "requested"),
     ]
 
 
