@@ -157,6 +157,10 @@ class Settings(BaseModel):
     busy wait and the wait for a pooled connection (a webhook answer must come within 5 s)."""
     broker_timeout_s: float = Field(default=1.0, gt=0, le=60)
     """The web process's bound on connecting to and waiting for the broker (Redis socket timeouts)."""
+    checks_grace_s: float = Field(default=900.0, ge=0, le=7 * 24 * 3600)
+    """After ARCS pushed a fix, how long the pull request's checks may take to start before its
+    status comment says none did (pushes made with ``GITHUB_TOKEN`` start no workflows; runs on a
+    bot's branch may wait for approval). 0 turns the check off."""
     relay_grace_s: float = Field(default=30.0, ge=0.5, le=3600)
     """A delivery whose jobs the broker has not confirmed this long after it was recorded is
     enqueued again by the relay (or by GitHub's redelivery); keep it above the 5 s answer bound."""

@@ -9,17 +9,27 @@ status comment on it (found by its hidden marker: in place, never a second comme
 about the head: waiting for approval (with the button and the repository setting that unblock
 it), passed or failed. An event for a commit that is no longer the pull request's head is
 ignored, so an old run can never overwrite the state of the new head.
+
+Checks that never start send no event at all, so publishing schedules a delayed ``probe``
+(:func:`schedule_probe`, ``ARCS_CHECKS_GRACE_S`` after the push; dramatiq delays it, no worker
+sleeps): it asks GitHub what started on the pushed head and, when nothing did, says so (or that a
+run waits for approval, when that event was missed).
 """
 
 from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import replace
 
 import structlog
 from structlog.contextvars import bind_contextvars
 
 from jobs import render
 from jobs.logctx import set_outcome
-from jobs.messages import JobRequest, WatchChecks
-from jobs.run import Deps, closing
+from jobs.messages import Envelope, JobRequest, WatchChecks
+from jobs.ports import GitHubGateway
+from jobs.run import CHECK_NAME, Deps, closing
 
 log = structlog.get_logger("arcs.pipeline")
 
@@ -52,6 +62,14 @@ def checks_line(msg: WatchChecks) -> str:
             "request; runs on a bot's branch need it whenever the repository requires approval "
             f"({APPROVAL_SETTINGS})."
         )
+    if msg.state == "probe":
+        return (
+            f"⚠️ No checks started for {sha} since ARCS pushed it. Pushes made with `GITHUB_TOKEN` "
+            "start no workflows (the ARCS App pushes with its installation token; the Action needs a "
+            "personal access token or a GitHub App token, see ARCS's README); also check that the "
+            "workflows' `on:` triggers match `pull_request` or the `arcs/` branch, and that Actions "
+            "are enabled (Settings → Actions → General)."
+        )
     if msg.state == "passed":
         return f"✅ Checks passed on {sha}: {name}{link}."
     if msg.state == "failed":
@@ -73,9 +91,49 @@ def watch_checks(deps: Deps, job: JobRequest, *, message_id: str | None = None) 
         log.info("checks.stale", head_sha=msg.head_sha, pr_head=pr.head_sha)
         set_outcome("stale")
         return "stale"
-    body = f"{checks_line(msg)}\n\n{checks_marker(pr.number)}"
     with closing(deps.github(msg.installation_id)) as gh:
+        if msg.state == "probe":
+            said = _probe(gh, msg)
+            if said is None:
+                log.info("checks.started", head_sha=msg.head_sha)
+                set_outcome("started")
+                return "started"
+            msg = said
+        body = f"{checks_line(msg)}\n\n{checks_marker(pr.number)}"
         gh.create_or_edit_status_comment(msg.repo, pr.number, body)
-    log.info("checks.noted", state=msg.state, head_sha=msg.head_sha)
-    set_outcome(msg.state)
-    return msg.state
+    outcome = "never_started" if msg.state == "probe" else msg.state
+    log.info("checks.noted", state=outcome, head_sha=msg.head_sha)
+    set_outcome(outcome)
+    return outcome
+
+
+def _probe(gh: GitHubGateway, msg: WatchChecks) -> WatchChecks | None:
+    """What to say once the grace period ended: ``msg`` itself (nothing started), a waiting
+    run's note (its event was missed), or ``None`` (checks run: their events will tell)."""
+    seen = gh.checks_on(msg.repo, msg.head_sha)
+    for run in seen.runs:
+        if "action_required" in (run.status, run.conclusion):
+            return replace(msg, state="waiting", name=run.name, html_url=run.html_url)
+    others = [name for name in seen.check_runs if name != CHECK_NAME]  # ARCS's own is no CI
+    if seen.runs or others:
+        return None
+    return msg
+
+
+def schedule_probe(
+    deps: Deps, context: Mapping[str, str], *, repo: str, installation_id: int | None, branch: str, sha: str
+) -> None:
+    """Send the delayed ``probe`` of ARCS's push of ``sha`` to ``branch`` (``ARCS_CHECKS_GRACE_S``;
+    0 or a worker that cannot delay: none). A failure to send is logged: the push stands."""
+    later = deps.enqueue_later
+    grace = float(deps.settings.checks_grace_s)
+    if later is None or grace <= 0:
+        return
+    message = WatchChecks(
+        repo=repo, installation_id=installation_id, head_sha=sha, head_branch=branch, state="probe"
+    )
+    job = Envelope.of(message, context=dict(context), idempotency_key=f"checks-probe:{repo}:{sha}")
+    try:
+        later(job, dt.timedelta(seconds=grace))
+    except Exception as exc:
+        log.warning("checks.probe_not_sent", error=f"{type(exc).__name__}: {exc}"[:300])

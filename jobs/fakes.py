@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jobs.plan import PlanDefaults, RepairPlan
-from jobs.ports import BranchHead, IssueInfo, PullRequestInfo, PullRequestRef, WorkflowRunRef
+from jobs.ports import (
+    BranchHead,
+    HeadChecks,
+    IssueInfo,
+    PullRequestInfo,
+    PullRequestRef,
+    WorkflowRunRef,
+)
 from jobs.repair.budget import Spend
 from jobs.repair.ports import Interrupt
 from jobs.repair.report import RepairReport
@@ -79,6 +86,8 @@ class FakeGitHubGateway(_Recorder):
         self.comments: dict[int, tuple[int, str]] = {}
         """comment id -> (issue/PR number, body)."""
         self.check_runs: dict[int, dict[str, Any]] = {}
+        self.head_checks: dict[str, HeadChecks] = {}
+        """sha -> what started on it (:meth:`checks_on`; none by default)."""
         self._next_id = 1000
 
     def _new_id(self) -> int:
@@ -245,6 +254,11 @@ class FakeGitHubGateway(_Recorder):
     def add_reaction(self, repo: str, comment_id: int, content: str) -> None:
         """Record the reaction."""
         self._record("add_reaction", repo=repo, comment_id=comment_id, content=content)
+
+    def checks_on(self, repo: str, sha: str) -> HeadChecks:
+        """The configured runs and check runs of ``sha`` (none by default)."""
+        self._record("checks_on", repo=repo, sha=sha)
+        return self.head_checks.get(sha, HeadChecks())
 
     def reply_in_review_thread(
         self, repo: str, number: int, thread_id: int, body: str, reply_id: int | None = None

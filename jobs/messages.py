@@ -62,8 +62,9 @@ CiSource = Literal["workflow_run", "check_suite", "check_run"]
 IndexMode = Literal["incremental", "full"]
 DropReason = Literal["removed", "uninstalled"]
 Refusal = Literal["edited"]
-ChecksState = Literal["waiting", "passed", "failed", "other"]
-"""What the checks on ARCS's pushed head do: wait for approval (``action_required``), or ended."""
+ChecksState = Literal["waiting", "passed", "failed", "other", "probe"]
+"""What the checks on ARCS's pushed head do: wait for approval (``action_required``), or ended;
+``probe``: the grace period after ARCS's push ended, ask GitHub whether anything started."""
 CommandSource = Literal["comment", "check_run", "review_comment"]
 """Where a command was given: an issue/PR comment, a check run's button, a review thread."""
 

@@ -102,6 +102,24 @@ class WorkflowRunRef:
     head_branch: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class RunState:
+    """A workflow run on a commit, as far as a watcher needs it."""
+
+    name: str
+    status: str
+    conclusion: str | None = None
+    html_url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HeadChecks:
+    """What started on a commit: its workflow runs and every app's check runs (by name)."""
+
+    runs: tuple[RunState, ...] = ()
+    check_runs: tuple[str, ...] = ()
+
+
 class GitHubGateway(Protocol):
     """The GitHub operations of one installation (implemented by ``bot.github``)."""
 
@@ -198,6 +216,10 @@ class GitHubGateway(Protocol):
         """React to an issue comment (``eyes`` when a command is accepted, ``confused`` when not)."""
         ...
 
+    def checks_on(self, repo: str, sha: str) -> HeadChecks:
+        """The workflow runs and check runs on commit ``sha`` (none: nothing started)."""
+        ...
+
     def reply_in_review_thread(
         self, repo: str, number: int, thread_id: int, body: str, reply_id: int | None = None
     ) -> int:
@@ -225,6 +247,11 @@ class JobSettings(Protocol):
     @property
     def max_running_per_repo(self) -> int:
         """Repairs of one repository that may run at once (more are deferred and re-queued)."""
+        ...
+
+    @property
+    def checks_grace_s(self) -> float:
+        """How long after ARCS pushed a fix its checks may take to start before it says so."""
         ...
 
 

@@ -29,6 +29,7 @@ from jobs import render, revert_pr
 from jobs.admission import count_arcs_prs, pr_limit_reached, updates_open_pr
 from jobs.attempt import load_config
 from jobs.branches import branch_name
+from jobs.checks_watch import schedule_probe
 from jobs.config import ArcsConfig
 from jobs.logctx import set_outcome
 from jobs.messages import JobRequest, PublishResult, RecordPrOutcome
@@ -91,6 +92,15 @@ def _push_and_open(
         repo=attempt.repo, number=pr.number, url=pr.url, branch=branch, attempt_id=attempt.id, head_sha=commit
     )
     run.update(publish_state="published", pr_number=pr.number, pr_url=pr.url)
+    # Checks that never start send no event: a delayed probe says so (jobs.checks_watch).
+    schedule_probe(
+        run.deps,
+        run.job.context,
+        repo=attempt.repo,
+        installation_id=attempt.installation_id,
+        branch=branch,
+        sha=commit,
+    )
     return pr
 
 

@@ -47,7 +47,15 @@ from bot.github.publish import (
 from bot.settings import Settings
 from jobs.config import ArcsConfig, ArcsConfigError, RepoConfig, parse_repo_config
 from jobs.config import load as load_arcs_config
-from jobs.ports import BranchHead, IssueInfo, PullRequestInfo, PullRequestRef, WorkflowRunRef
+from jobs.ports import (
+    BranchHead,
+    HeadChecks,
+    IssueInfo,
+    PullRequestInfo,
+    PullRequestRef,
+    RunState,
+    WorkflowRunRef,
+)
 from jobs.render_checks import annotation_batches
 
 log = structlog.get_logger(__name__)
@@ -239,6 +247,34 @@ class AppGitHubGateway:
                     id=int(run.get("id") or 0), head_sha=sha, head_branch=str(run.get("head_branch") or "")
                 )
         return None
+
+    def checks_on(self, repo: str, sha: str) -> HeadChecks:
+        """The workflow runs (``actions: read``) and every app's check runs (``checks``) on ``sha``:
+        the first page of each is enough to tell whether anything started."""
+        client = self.client(repo, "read")
+        with github_errors(f"list the workflow runs of {sha[:7]} in {repo}"):
+            data: Any = client.gh.rest.actions.list_workflow_runs_for_repo(
+                client.owner, client.repo, head_sha=sha, per_page=100
+            ).json()
+        runs = [r for r in (data.get("workflow_runs") or []) if isinstance(r, dict)]
+        checks = self.client(repo, "comment")  # checks: write, which reads too
+        with github_errors(f"list the check runs of {sha[:7]} in {repo}"):
+            found: Any = checks.gh.rest.checks.list_for_ref(
+                checks.owner, checks.repo, sha, per_page=100
+            ).json()
+        check_runs = [c for c in (found.get("check_runs") or []) if isinstance(c, dict)]
+        return HeadChecks(
+            runs=tuple(
+                RunState(
+                    name=str(r.get("name") or "a workflow"),
+                    status=str(r.get("status") or ""),
+                    conclusion=r.get("conclusion"),
+                    html_url=r.get("html_url"),
+                )
+                for r in runs
+            ),
+            check_runs=tuple(str(c.get("name") or "") for c in check_runs),
+        )
 
     def load_arcs_config(self, repo: str, ref: str | None = None) -> ArcsConfig:
         """The full ``.arcs.yml`` at ``ref`` (default branch when None); ConfigError names the key.

@@ -8,11 +8,14 @@ endpoint; the jobs run through the pipeline with the worker's GitHub wiring.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pytest
 
-from jobs.checks_watch import APPROVAL_SETTINGS, checks_marker
+from jobs import pipeline
+from jobs.checks_watch import APPROVAL_SETTINGS, checks_marker, schedule_probe
+from jobs.messages import Envelope, WatchChecks
 from tests.bot import checks_world
 from tests.bot.checks_world import REPO, WRITER, World
 
@@ -127,3 +130,80 @@ def test_a_check_suite_held_for_approval_is_said(world: World) -> None:
     assert world.drain() == [("watch_checks", "waiting")]
     (body,) = _status(world, pull["number"])
     assert "wait for approval" in body
+
+
+# --- checks that never start: the delayed probe ------------------------------------------------
+
+
+def _fixed_with_probe(w: World) -> tuple[dict[str, Any], Envelope, dt.timedelta]:
+    later: list[tuple[Envelope, dt.timedelta]] = []
+    w.deps.enqueue_later = lambda job, delay: later.append((job, delay))
+    pull = _fixed(w)
+    ((probe, delay),) = later
+    return pull, probe, delay
+
+
+def test_no_checks_started_within_the_grace_period_is_said(world: World) -> None:
+    pull, probe, delay = _fixed_with_probe(world)
+    assert delay == dt.timedelta(seconds=world.settings.checks_grace_s) and delay.total_seconds() > 0
+    message = probe.expect(WatchChecks)
+    assert (message.state, message.head_sha, message.head_branch) == (
+        "probe",
+        pull["head"]["sha"],
+        pull["head"]["ref"],
+    )
+    assert pipeline.dispatch(world.deps, probe) == "never_started"
+    (body,) = _status(world, pull["number"])
+    assert f"No checks started for `{pull['head']['sha'][:7]}`" in body and "`GITHUB_TOKEN`" in body
+    # The run starts later after all: its result replaces the note in the same comment.
+    world.post("workflow_run", _run(world, pull, "success"))
+    assert world.drain() == [("watch_checks", "passed")]
+    (body,) = _status(world, pull["number"])
+    assert body.startswith("✅")
+
+
+def test_the_probe_is_quiet_when_checks_started(world: World) -> None:
+    pull, probe, _ = _fixed_with_probe(world)
+    world.double.add_workflow_run(
+        REPO, head_sha=pull["head"]["sha"], head_branch=pull["head"]["ref"], jobs=[("test", "success", "ok")]
+    )
+    before = len(world.double.mutations)
+    assert pipeline.dispatch(world.deps, probe) == "started"
+    assert world.writes(before) == [] and _status(world, pull["number"]) == []
+
+
+def test_the_probe_finds_a_run_held_for_approval_whose_event_was_missed(world: World) -> None:
+    pull, probe, _ = _fixed_with_probe(world)
+    run = world.double.add_workflow_run(
+        REPO, head_sha=pull["head"]["sha"], head_branch=pull["head"]["ref"], jobs=[("test", "success", "")]
+    )
+    run.conclusion = "action_required"
+    assert pipeline.dispatch(world.deps, probe) == "waiting"
+    (body,) = _status(world, pull["number"])
+    assert "wait for approval" in body and f"/actions/runs/{run.id}" in body
+
+
+def test_a_probe_after_another_push_is_stale_and_grace_zero_sends_none(world: World) -> None:
+    pull, probe, _ = _fixed_with_probe(world)
+    world.store.record_pr(
+        repo=REPO, number=pull["number"], url=pull["html_url"], branch=pull["head"]["ref"], head_sha="f" * 40
+    )
+    assert pipeline.dispatch(world.deps, probe) == "stale"
+    later: list[object] = []
+    world.deps.enqueue_later = lambda job, delay: later.append(job)
+    world.deps.settings = world.settings.model_copy(update={"checks_grace_s": 0.0})
+    schedule_probe(world.deps, {}, repo=REPO, installation_id=None, branch="arcs/x", sha="a" * 40)
+    assert later == []
+
+
+# --- the App pushes with its installation token -------------------------------------------------
+
+
+def test_the_fix_is_pushed_with_the_apps_installation_token(world: World) -> None:
+    pull = _fixed(world)
+    (push,) = [m for m in world.double.mutations if m.path.endswith("/git-receive-pack")]
+    assert push.token is not None and push.token.startswith("ghs_")  # an installation token…
+    token = world.double.tokens[push.token]
+    assert token.installation_id == world.installation and REPO in token.repositories  # …of this App
+    assert token.permissions.get("contents") == "write"
+    assert pull["user"]["login"] == world.double.bot_login  # the pull request is the App's too

@@ -1139,6 +1139,22 @@ class GitHubDouble:
             ("GET", repo + r"/actions/runs/(?P<run>\d+)", self._get_run, "token", (("actions", "read"),), ()),
             (
                 "GET",
+                repo + r"/actions/runs",
+                self._list_repo_runs,
+                "token",
+                (("actions", "read"),),
+                ("head_sha", "per_page", "page"),
+            ),
+            (
+                "GET",
+                repo + r"/commits/(?P<ref>[0-9a-f]{40})/check-runs",
+                self._list_check_runs_for_ref,
+                "token",
+                (("checks", "read"),),
+                ("per_page", "page"),
+            ),
+            (
+                "GET",
                 repo + r"/actions/workflows/(?P<workflow>\d+)/runs",
                 self._list_workflow_runs,
                 "token",
@@ -1892,6 +1908,23 @@ class GitHubDouble:
         ]
         page, headers = self._paginate(req, selected)
         return 200, {"total_count": len(selected), "workflow_runs": page}, headers
+
+    def _list_repo_runs(self, req: _Request, owner: str, repo: str) -> tuple[int, Json, dict[str, str]]:
+        """The repository's runs, newest first (``head_sha`` filters; a run's ``conclusion`` may be
+        ``action_required``: held for approval)."""
+        head_sha = req.arg("head_sha")
+        runs = self._repo(owner, repo).runs.values()
+        selected = [self._run_json(r) for r in reversed(list(runs)) if head_sha in (None, r.head_sha)]
+        page, headers = self._paginate(req, selected)
+        return 200, {"total_count": len(selected), "workflow_runs": page}, headers
+
+    def _list_check_runs_for_ref(
+        self, req: _Request, owner: str, repo: str, ref: str
+    ) -> tuple[int, Json, dict[str, str]]:
+        """The check runs on commit ``ref`` (every app's)."""
+        found = [c for c in self._repo(owner, repo).check_runs.values() if c.get("head_sha") == ref]
+        page, headers = self._paginate(req, found)
+        return 200, {"total_count": len(found), "check_runs": page}, headers
 
     def _list_jobs(
         self, req: _Request, owner: str, repo: str, run: str, attempt: str
