@@ -92,6 +92,8 @@ def watch_checks(deps: Deps, job: JobRequest, *, message_id: str | None = None) 
         set_outcome("stale")
         return "stale"
     with closing(deps.github(msg.installation_id)) as gh:
+        if msg.state == "passed":
+            msg = _unless_another_holds(gh, msg)
         if msg.state == "probe":
             said = _probe(gh, msg)
             if said is None:
@@ -107,12 +109,31 @@ def watch_checks(deps: Deps, job: JobRequest, *, message_id: str | None = None) 
     return outcome
 
 
+_WAITING = "action_required"
+_RED = frozenset({"failure", "timed_out", "startup_failure"})
+
+
+def _unless_another_holds(gh: GitHubGateway, msg: WatchChecks) -> WatchChecks:
+    """A passed run says "passed" only when no other run on the head still waits for approval or
+    failed: one workflow's success must not hide another's gate (its line is said instead)."""
+    seen = gh.checks_on(msg.repo, msg.head_sha)
+    for run in seen.runs:
+        if _WAITING in (run.status, run.conclusion):
+            return replace(msg, state="waiting", name=run.name, html_url=run.html_url, conclusion=None)
+    for run in seen.runs:
+        if run.conclusion in _RED:
+            return replace(
+                msg, state="failed", name=run.name, html_url=run.html_url, conclusion=run.conclusion
+            )
+    return msg
+
+
 def _probe(gh: GitHubGateway, msg: WatchChecks) -> WatchChecks | None:
     """What to say once the grace period ended: ``msg`` itself (nothing started), a waiting
     run's note (its event was missed), or ``None`` (checks run: their events will tell)."""
     seen = gh.checks_on(msg.repo, msg.head_sha)
     for run in seen.runs:
-        if "action_required" in (run.status, run.conclusion):
+        if _WAITING in (run.status, run.conclusion):
             return replace(msg, state="waiting", name=run.name, html_url=run.html_url)
     others = [name for name in seen.check_runs if name != CHECK_NAME]  # ARCS's own is no CI
     if seen.runs or others:

@@ -79,6 +79,23 @@ def test_a_run_held_for_approval_is_said_then_replaced_by_the_result(world: Worl
     assert body.startswith("✅ Checks passed on") and "approval" not in body
 
 
+def test_one_workflows_success_never_hides_another_held_for_approval(world: World) -> None:
+    pull = _fixed(world)
+    held = world.double.add_workflow_run(
+        REPO, head_sha=pull["head"]["sha"], head_branch=pull["head"]["ref"], jobs=[], name="Lint"
+    )
+    held.conclusion = "action_required"
+    world.post("workflow_run", _run(world, pull, "success"))
+    assert world.drain() == [("watch_checks", "waiting")]
+    (body,) = _status(world, pull["number"])
+    assert "Lint" in body and f"/actions/runs/{held.id}" in body and "✅" not in body
+    held.conclusion = "failure"  # approved, it ran and failed: still no "passed"
+    world.post("workflow_run", _run(world, pull, "success"))
+    assert world.drain() == [("watch_checks", "failed")]
+    (body,) = _status(world, pull["number"])
+    assert body.startswith("❌ Checks failed on") and "Lint" in body
+
+
 def test_a_red_run_on_arcs_branch_is_said_and_retried(world: World) -> None:
     pull = _fixed(world)
     world.post("workflow_run", _run(world, pull, "failure"))
