@@ -191,6 +191,7 @@ _TITLES = {
     "fixed": "✅ ARCS found a verified fix",
     "skipped": "➖ ARCS did not run",
     "refused": "⛔ ARCS refused",
+    "timeout": "⏱️ ARCS stopped at timeout-minutes",
 }
 
 

@@ -36,6 +36,10 @@ def register(
     p.add_argument("--test", metavar="CMD", help="override INPUT_TEST (the test command)")
     p.add_argument("--tier", metavar="TIER", help="override INPUT_TIER (0, small, medium, large, auto)")
     p.add_argument("--budget-usd", metavar="X", help="override INPUT_BUDGET_USD")
+    p.add_argument("--model", metavar="NAME", help="override INPUT_MODEL (the Anthropic model)")
+    p.add_argument(
+        "--timeout-minutes", metavar="N", help="override INPUT_TIMEOUT_MINUTES (a bound on the whole run)"
+    )
     p.set_defaults(handler=run_action_cmd)
 
 
@@ -51,6 +55,8 @@ def run_action_cmd(args: argparse.Namespace, ctx: Context) -> int:
         ("test", "INPUT_TEST"),
         ("tier", "INPUT_TIER"),
         ("budget_usd", "INPUT_BUDGET_USD"),
+        ("model", "INPUT_MODEL"),
+        ("timeout_minutes", "INPUT_TIMEOUT_MINUTES"),
     ):
         value = getattr(args, flag)
         if value is not None:
