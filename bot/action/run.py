@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import stat
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -84,6 +85,13 @@ class ActionDeps:
     monotonic: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
     progress: Callable[[str], None] = field(default=lambda _message: None)
+    commands: Callable[[str], None] = field(default=lambda line: _stdout_line(line))
+    """Where the workflow commands (``::error``, ``::notice``) go: stdout, which the runner reads."""
+
+
+def _stdout_line(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 # --------------------------------------------------------------------------- pure helpers
@@ -159,7 +167,20 @@ def run_action(settings: Settings, env: ActionEnv, deps: ActionDeps | None = Non
             exit_code=exc.exit_code,
         )
     write_results(env, outcome)
+    for line in workflow_commands(env, outcome):
+        deps.commands(line)
     return outcome
+
+
+def workflow_commands(env: ActionEnv, outcome: ActionOutcome) -> list[str]:
+    """The ``::error`` lines at the failing tests' lines and the ``::notice`` lines at the patch's
+    hunks (:mod:`bot.action.commands`); workspace and sandbox folders are cut from the messages."""
+    from bot.action.commands import step_commands
+    from runners.execute import SANDBOX_ROOTS
+
+    diff = outcome.summary.diff if outcome.summary is not None else ""
+    roots = (*SANDBOX_ROOTS, str(env.workspace), str(env.runner_temp))
+    return step_commands(outcome.failures, diff, roots)
 
 
 def write_results(env: ActionEnv, outcome: ActionOutcome) -> None:
@@ -322,6 +343,7 @@ def _finish(
     deadline: StepDeadline | None = None,
 ) -> ActionOutcome:
     from jobs.culprit import changes_line
+    from jobs.engine import repository_spots
 
     result = report.result
     repaired = repair_report(report)
@@ -369,6 +391,7 @@ def _finish(
         changes=changes_line(signal.changes) if signal is not None and signal.changes is not None else "",
         change_origin=signal.note if signal is not None and signal.changes is not None else "",
         culprit=repaired.culprit,
+        failures=repository_spots(report.repo, repaired.failures, repaired.patch),
     )
 
 
@@ -463,5 +486,6 @@ __all__ = [
     "fix_changes",
     "run_action",
     "toolchains_from_path",
+    "workflow_commands",
     "write_results",
 ]

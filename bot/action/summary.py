@@ -18,7 +18,7 @@ from jobs.render import RepairSummary, TestTally, defuse, fenced
 from jobs.repair.threats import threat_notices
 
 if TYPE_CHECKING:
-    from jobs.repair.report import Culprit, RepairReport
+    from jobs.repair.report import Culprit, FailureSpot, RepairReport
     from jobs.repair.trace_read import TestTally as RunTally
 
 ACTION_MARKER = "<!-- arcs:action signature={signature} -->"
@@ -76,6 +76,8 @@ class ActionOutcome:
     """Where that change starts (``base: the push's previous tip abc1234``)."""
     culprit: Culprit | None = None
     """The commit that turned CI red, when the repair named it."""
+    failures: tuple[FailureSpot, ...] = ()
+    """Where the failing tests failed (regular files of the workspace only): the ``::error`` lines."""
 
 
 def _tally(run: RunTally | None) -> TestTally | None:
