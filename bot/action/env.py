@@ -4,7 +4,8 @@ GitHub sets ``GITHUB_*`` and ``RUNNER_*`` for every step (GitHub's "Store inform
 variables" reference, default environment variables); ``action.yml`` passes the Action's inputs
 as ``INPUT_*`` variables (a composite action gets no automatic ``INPUT_*``, so ``action.yml``
 names them: ``INPUT_MODE``, ``INPUT_TEST``, ``INPUT_TIER``, ``INPUT_BUDGET_USD``, ``INPUT_DRAFT``,
-``INPUT_SANDBOX``, ``INPUT_MODEL``, ``INPUT_TIMEOUT_MINUTES``, ``INPUT_GITHUB_TOKEN``) and the ``PATH`` the workflow's own steps see as
+``INPUT_SANDBOX``, ``INPUT_MODEL``, ``INPUT_TIMEOUT_MINUTES``, ``INPUT_DASHBOARD_URL``,
+``INPUT_GITHUB_TOKEN``) and the ``PATH`` the workflow's own steps see as
 ``ARCS_ACTION_PATH`` (captured before the Action sets up its own Python).
 
 :func:`read_action_env` is pure over the mapping it is given and reports every missing or
@@ -22,6 +23,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import SecretStr
 
+from bot.action.dashboard import dashboard_url_problem
 from bot.errors import ConfigError
 from jobs.repair.pricing import model_name_problem
 from jobs.repair.tiers import TierRequest, parse_tier
@@ -70,6 +72,9 @@ class ActionInputs:
     timeout_minutes: float | None = None
     """A wall-clock bound on the whole ``arcs action`` step (``timeout-minutes``); None: no bound
     beyond the repair's own wall-time budget."""
+    dashboard_url: str | None = None
+    """The ARCS App's address (``dashboard-url``): the summary links the App's attempt on the
+    commit when there is one (:mod:`bot.action.dashboard`); None: no lookup, no link."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +182,12 @@ def read_inputs(env: Mapping[str, str], problems: list[str]) -> ActionInputs:
                 f"{MAX_TIMEOUT_MINUTES:g}, got {raw_timeout!r}"
             )
             timeout = None
+    dashboard = env.get("INPUT_DASHBOARD_URL", "").strip().rstrip("/") or None
+    if dashboard is not None:
+        problem = dashboard_url_problem(dashboard)
+        if problem:
+            problems.append(f"INPUT_DASHBOARD_URL (dashboard-url): {problem}")
+            dashboard = None
     token = env.get("INPUT_GITHUB_TOKEN", "").strip()
     return ActionInputs(
         mode=mode,  # type: ignore[arg-type]  # checked against MODES above
@@ -188,6 +199,7 @@ def read_inputs(env: Mapping[str, str], problems: list[str]) -> ActionInputs:
         token=SecretStr(token) if token else None,
         model=model,
         timeout_minutes=timeout,
+        dashboard_url=dashboard,
     )
 
 

@@ -373,6 +373,7 @@ def _finish(
     if not late and (result.fixed or (result.verdict == "partial" and config.open_pr_on_partial)):
         published = _publish(env, target, config, client, report, summary, signature)
     exit_code = 0 if result.fixed and published is not None and published.ok else 1
+    dashboard = _dashboard_link(env, target, client, notices)
     return ActionOutcome(
         verdict=str(result.verdict),
         reason=result.reason,
@@ -392,7 +393,31 @@ def _finish(
         change_origin=signal.note if signal is not None and signal.changes is not None else "",
         culprit=repaired.culprit,
         failures=repository_spots(report.repo, repaired.failures, repaired.patch),
+        dashboard_url=dashboard,
     )
+
+
+def _dashboard_link(
+    env: ActionEnv, target: Target, client: InstallationClient | None, notices: list[str]
+) -> str:
+    """``<dashboard-url>/attempts/<id>`` of the ARCS App's attempt on the repaired commit, else ''
+    (no ``dashboard-url``, no such attempt; a refused lookup is a notice)."""
+    from bot.action.dashboard import app_attempt, attempt_url
+
+    base = env.inputs.dashboard_url
+    if base is None:
+        return ""
+    if client is None:
+        notices.append("dashboard-url: no github-token, so the ARCS App's attempt was not looked up")
+        return ""
+    try:
+        attempt = app_attempt(client, target.sha)
+    except GitHubError as exc:
+        denied = exc.status == 403 or " 403" in exc.message
+        hint = " (grant the job `checks: read`)" if denied else ""
+        notices.append(f"dashboard-url: the ARCS App's attempt could not be looked up: {exc.message}{hint}")
+        return ""
+    return attempt_url(base, attempt) if attempt is not None else ""
 
 
 def _publish(

@@ -78,6 +78,8 @@ class ActionOutcome:
     """The commit that turned CI red, when the repair named it."""
     failures: tuple[FailureSpot, ...] = ()
     """Where the failing tests failed (regular files of the workspace only): the ``::error`` lines."""
+    dashboard_url: str = ""
+    """The ARCS App's attempt for this commit on its dashboard ('' when none was found)."""
 
 
 def _tally(run: RunTally | None) -> TestTally | None:
@@ -221,6 +223,9 @@ def job_summary(outcome: ActionOutcome) -> str:
         facts.append(f"- **Trace**: `{_cell(outcome.trace_path)}` (step output `trace`)")
     if outcome.run_url:
         facts.append(f"- **Run**: {outcome.run_url}")
+    if outcome.dashboard_url:
+        attempt = outcome.dashboard_url.rstrip("/").rsplit("/", 1)[-1]
+        facts.append(f"- **Dashboard**: [the ARCS App's attempt #{attempt}]({outcome.dashboard_url})")
     parts.append("\n".join(facts))
     change = change_lines(outcome)
     if change:
