@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 from jobs.render_checks import failure_annotations, patch_annotations
 
 if TYPE_CHECKING:
+    from bot.action.env import ActionEnv
+    from bot.action.summary import ActionOutcome
     from jobs.repair.report import FailureSpot
 
 MAX_ERROR_COMMANDS = 10
@@ -99,12 +101,23 @@ def step_commands(spots: Iterable[FailureSpot], diff: str, roots: Sequence[str] 
     return lines
 
 
+def outcome_commands(env: ActionEnv, outcome: ActionOutcome) -> list[str]:
+    """:func:`step_commands` of a run: its located failures and its patch; the workspace's,
+    the runner's temporary and the sandbox's folders are cut from the messages."""
+    from runners.execute import SANDBOX_ROOTS
+
+    diff = outcome.summary.diff if outcome.summary is not None else ""
+    roots = (*SANDBOX_ROOTS, str(env.workspace), str(env.runner_temp))
+    return step_commands(outcome.failures, diff, roots)
+
+
 __all__ = [
     "MAX_ERROR_COMMANDS",
     "MAX_NOTICE_COMMANDS",
     "escape_data",
     "escape_property",
     "failure_commands",
+    "outcome_commands",
     "patch_commands",
     "scrub",
     "step_commands",

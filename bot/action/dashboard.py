@@ -53,4 +53,24 @@ def app_attempt(client: InstallationClient, sha: str) -> int | None:
     return max(found)[1] if found else None
 
 
-__all__ = ["CHECK_NAME", "app_attempt", "attempt_url", "dashboard_url_problem"]
+def dashboard_link(base: str | None, sha: str, client: InstallationClient | None, notices: list[str]) -> str:
+    """``<base>/attempts/<id>`` of the App's attempt on ``sha``, else '' (no ``dashboard-url``,
+    or no such attempt); no token or a refused lookup adds a notice."""
+    from bot.github import GitHubError
+
+    if base is None:
+        return ""
+    if client is None:
+        notices.append("dashboard-url: no github-token, so the ARCS App's attempt was not looked up")
+        return ""
+    try:
+        attempt = app_attempt(client, sha)
+    except GitHubError as exc:
+        denied = exc.status == 403 or " 403" in exc.message
+        hint = " (grant the job `checks: read`)" if denied else ""
+        notices.append(f"dashboard-url: the ARCS App's attempt could not be looked up: {exc.message}{hint}")
+        return ""
+    return attempt_url(base, attempt) if attempt is not None else ""
+
+
+__all__ = ["CHECK_NAME", "app_attempt", "attempt_url", "dashboard_link", "dashboard_url_problem"]

@@ -167,20 +167,11 @@ def run_action(settings: Settings, env: ActionEnv, deps: ActionDeps | None = Non
             exit_code=exc.exit_code,
         )
     write_results(env, outcome)
-    for line in workflow_commands(env, outcome):
+    from bot.action.commands import outcome_commands
+
+    for line in outcome_commands(env, outcome):
         deps.commands(line)
     return outcome
-
-
-def workflow_commands(env: ActionEnv, outcome: ActionOutcome) -> list[str]:
-    """The ``::error`` lines at the failing tests' lines and the ``::notice`` lines at the patch's
-    hunks (:mod:`bot.action.commands`); workspace and sandbox folders are cut from the messages."""
-    from bot.action.commands import step_commands
-    from runners.execute import SANDBOX_ROOTS
-
-    diff = outcome.summary.diff if outcome.summary is not None else ""
-    roots = (*SANDBOX_ROOTS, str(env.workspace), str(env.runner_temp))
-    return step_commands(outcome.failures, diff, roots)
 
 
 def write_results(env: ActionEnv, outcome: ActionOutcome) -> None:
@@ -342,6 +333,7 @@ def _finish(
     signal: ChangeSignal | None = None,
     deadline: StepDeadline | None = None,
 ) -> ActionOutcome:
+    from bot.action.dashboard import dashboard_link
     from jobs.culprit import changes_line
     from jobs.engine import repository_spots
 
@@ -373,7 +365,7 @@ def _finish(
     if not late and (result.fixed or (result.verdict == "partial" and config.open_pr_on_partial)):
         published = _publish(env, target, config, client, report, summary, signature)
     exit_code = 0 if result.fixed and published is not None and published.ok else 1
-    dashboard = _dashboard_link(env, target, client, notices)
+    dashboard = dashboard_link(env.inputs.dashboard_url, target.sha, client, notices)
     return ActionOutcome(
         verdict=str(result.verdict),
         reason=result.reason,
@@ -395,29 +387,6 @@ def _finish(
         failures=repository_spots(report.repo, repaired.failures, repaired.patch),
         dashboard_url=dashboard,
     )
-
-
-def _dashboard_link(
-    env: ActionEnv, target: Target, client: InstallationClient | None, notices: list[str]
-) -> str:
-    """``<dashboard-url>/attempts/<id>`` of the ARCS App's attempt on the repaired commit, else ''
-    (no ``dashboard-url``, no such attempt; a refused lookup is a notice)."""
-    from bot.action.dashboard import app_attempt, attempt_url
-
-    base = env.inputs.dashboard_url
-    if base is None:
-        return ""
-    if client is None:
-        notices.append("dashboard-url: no github-token, so the ARCS App's attempt was not looked up")
-        return ""
-    try:
-        attempt = app_attempt(client, target.sha)
-    except GitHubError as exc:
-        denied = exc.status == 403 or " 403" in exc.message
-        hint = " (grant the job `checks: read`)" if denied else ""
-        notices.append(f"dashboard-url: the ARCS App's attempt could not be looked up: {exc.message}{hint}")
-        return ""
-    return attempt_url(base, attempt) if attempt is not None else ""
 
 
 def _publish(
@@ -511,6 +480,5 @@ __all__ = [
     "fix_changes",
     "run_action",
     "toolchains_from_path",
-    "workflow_commands",
     "write_results",
 ]
