@@ -247,6 +247,17 @@ class Settings(BaseModel):
             raise ValueError(str(exc)) from None
         return value
 
+    @field_validator("model")
+    @classmethod
+    def _check_model(cls, value: str) -> str:
+        # The same rule as the Action's `model` input: a name, never a line of shell or markup.
+        from jobs.repair.pricing import model_name_problem
+
+        problem = model_name_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
     @field_validator("sandbox_memory_mb")
     @classmethod
     def _check_sandbox_memory(cls, value: int) -> int:

@@ -4,7 +4,8 @@ GitHub sets ``GITHUB_*`` and ``RUNNER_*`` for every step (GitHub's "Store inform
 variables" reference, default environment variables); ``action.yml`` passes the Action's inputs
 as ``INPUT_*`` variables (a composite action gets no automatic ``INPUT_*``, so ``action.yml``
 names them: ``INPUT_MODE``, ``INPUT_TEST``, ``INPUT_TIER``, ``INPUT_BUDGET_USD``, ``INPUT_DRAFT``,
-``INPUT_SANDBOX``, ``INPUT_GITHUB_TOKEN``) and the ``PATH`` the workflow's own steps see as
+``INPUT_SANDBOX``, ``INPUT_MODEL``, ``INPUT_TIMEOUT_MINUTES``, ``INPUT_DASHBOARD_URL``,
+``INPUT_GITHUB_TOKEN``) and the ``PATH`` the workflow's own steps see as
 ``ARCS_ACTION_PATH`` (captured before the Action sets up its own Python).
 
 :func:`read_action_env` is pure over the mapping it is given and reports every missing or
@@ -22,7 +23,9 @@ from typing import Any, Literal, get_args
 
 from pydantic import SecretStr
 
+from bot.action.dashboard import dashboard_url_problem
 from bot.errors import ConfigError
+from jobs.repair.pricing import model_name_problem
 from jobs.repair.tiers import TierRequest, parse_tier
 
 Mode = Literal["pr", "suggest", "comment"]
@@ -42,6 +45,8 @@ _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _TRUE = frozenset({"true", "yes", "1", "on"})
 _FALSE = frozenset({"false", "no", "0", "off"})
+MAX_TIMEOUT_MINUTES = 7200.0
+"""The longest ``timeout-minutes`` accepted: five days, the most a job may run (self-hosted runners)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +67,14 @@ class ActionInputs:
     ``require``: no repair without the sandbox; ``off``: unsandboxed."""
     token: SecretStr | None = field(default=None, repr=False)
     """The token to publish with (``github-token``); None: nothing is written to GitHub."""
+    model: str | None = None
+    """The Anthropic model of the repair's LLM tiers (``model``); None: ``ARCS_MODEL``, else ARCS' default."""
+    timeout_minutes: float | None = None
+    """A wall-clock bound on the whole ``arcs action`` step (``timeout-minutes``); None: no bound
+    beyond the repair's own wall-time budget."""
+    dashboard_url: str | None = None
+    """The ARCS App's address (``dashboard-url``): the summary links the App's attempt on the
+    commit when there is one (:mod:`bot.action.dashboard`); None: no lookup, no link."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +162,32 @@ def read_inputs(env: Mapping[str, str], problems: list[str]) -> ActionInputs:
                 f"INPUT_BUDGET_USD (budget-usd): expected US dollars from 0 to 1000, got {raw_budget!r}"
             )
             budget = None
+    model = env.get("INPUT_MODEL", "").strip() or None
+    if model is not None:
+        problem = model_name_problem(model)
+        if problem:
+            problems.append(f"INPUT_MODEL (model): {problem}")
+            model = None
+    timeout: float | None = None
+    raw_timeout = env.get("INPUT_TIMEOUT_MINUTES", "").strip()
+    if raw_timeout:
+        try:
+            timeout = float(raw_timeout)
+        except ValueError:
+            timeout = -1.0
+        # `nan` and `inf` parse as floats; neither bounds anything.
+        if not 0 < timeout <= MAX_TIMEOUT_MINUTES:
+            problems.append(
+                "INPUT_TIMEOUT_MINUTES (timeout-minutes): expected a positive number of minutes, at most "
+                f"{MAX_TIMEOUT_MINUTES:g}, got {raw_timeout!r}"
+            )
+            timeout = None
+    dashboard = env.get("INPUT_DASHBOARD_URL", "").strip().rstrip("/") or None
+    if dashboard is not None:
+        problem = dashboard_url_problem(dashboard)
+        if problem:
+            problems.append(f"INPUT_DASHBOARD_URL (dashboard-url): {problem}")
+            dashboard = None
     token = env.get("INPUT_GITHUB_TOKEN", "").strip()
     return ActionInputs(
         mode=mode,  # type: ignore[arg-type]  # checked against MODES above
@@ -158,6 +197,9 @@ def read_inputs(env: Mapping[str, str], problems: list[str]) -> ActionInputs:
         draft=_flag("INPUT_DRAFT (draft)", env.get("INPUT_DRAFT", ""), None, problems),
         sandbox=sandbox,  # type: ignore[arg-type]  # checked against SANDBOX_MODES above
         token=SecretStr(token) if token else None,
+        model=model,
+        timeout_minutes=timeout,
+        dashboard_url=dashboard,
     )
 
 
@@ -251,6 +293,7 @@ def read_action_env(env: Mapping[str, str]) -> ActionEnv:
 
 
 __all__ = [
+    "MAX_TIMEOUT_MINUTES",
     "MODES",
     "REQUIRED",
     "ActionEnv",

@@ -109,7 +109,10 @@ def fix_request(
     ci: FailureReport | None,
     unsafe: bool,
     notices: list[str],
+    *,
+    wall_s: float | None = None,
 ) -> FixRequest:
+    """The engine's request; ``wall_s`` caps the repair's wall-time budget (``timeout-minutes``)."""
     from jobs.fix import FixRequest
     from jobs.repair.budget import Budget
     from jobs.repair.loop import LoopConfig
@@ -133,6 +136,12 @@ def fix_request(
             budget = budget.with_(usd=min(budget.usd, float(command.budget_usd)))
         if command is not None and command.iterations is not None:
             budget = budget.with_(iterations=command.iterations)
+        if wall_s is not None and wall_s < budget.wall_s:
+            notices.append(
+                f"timeout-minutes: the repair's wall-time budget is {wall_s:.0f} s "
+                f"(instead of {budget.wall_s:.0f} s), keeping time to verify and report"
+            )
+            budget = budget.with_(wall_s=wall_s)
     except ValueError as exc:
         raise ConfigError(f"action: {exc}") from None
     step_command = ci.step.command if ci is not None and ci.step is not None and not ci.step.uses else None

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import stat
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -39,6 +40,7 @@ from typing import TYPE_CHECKING
 import httpx
 import structlog
 
+from bot.action.deadline import DeadlineInterrupt, StepDeadline, run_bounded
 from bot.action.env import ActionEnv
 from bot.action.event import Target, target_for, with_pull
 from bot.action.request import ci_failure, fix_request, read_config, sandbox, toolchains_from_path
@@ -83,6 +85,13 @@ class ActionDeps:
     monotonic: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
     progress: Callable[[str], None] = field(default=lambda _message: None)
+    commands: Callable[[str], None] = field(default=lambda line: _stdout_line(line))
+    """Where the workflow commands (``::error``, ``::notice``) go: stdout, which the runner reads."""
+
+
+def _stdout_line(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 # --------------------------------------------------------------------------- pure helpers
@@ -132,10 +141,22 @@ def fix_changes(report: FixReport) -> AppliedEdits:
 
 
 def run_action(settings: Settings, env: ActionEnv, deps: ActionDeps | None = None) -> ActionOutcome:
-    """Run the Action (see the module docstring); the summary and the outputs are always written."""
+    """Run the Action (see the module docstring); the summary and the outputs are always written.
+
+    The ``model`` input replaces ``ARCS_MODEL`` for this run; ``timeout-minutes`` bounds the whole
+    step (:mod:`bot.action.deadline`): past it, the outcome is ``timeout`` and the step exits 1.
+    """
     deps = deps or ActionDeps()
+    if env.inputs.model is not None:
+        settings = settings.model_copy(update={"model": env.inputs.model})
+    minutes = env.inputs.timeout_minutes
+    deadline = StepDeadline.begin(minutes, deps.monotonic) if minutes is not None else None
     try:
-        outcome = _run(settings, env, deps)
+        if deadline is None:
+            outcome = _run(settings, env, deps, None)
+        else:
+            finished, result = run_bounded(lambda: _run(settings, env, deps, deadline), deadline)
+            outcome = result if finished and result is not None else _timed_out(env, deadline)
     except ArcsError as exc:
         log.warning("action.error", error=exc.message[:300])
         outcome = ActionOutcome(
@@ -146,6 +167,10 @@ def run_action(settings: Settings, env: ActionEnv, deps: ActionDeps | None = Non
             exit_code=exc.exit_code,
         )
     write_results(env, outcome)
+    from bot.action.commands import outcome_commands
+
+    for line in outcome_commands(env, outcome):
+        deps.commands(line)
     return outcome
 
 
@@ -187,6 +212,17 @@ def _client(env: ActionEnv, deps: ActionDeps) -> Iterator[InstallationClient | N
         client.close()
 
 
+def _timed_out(env: ActionEnv, deadline: StepDeadline) -> ActionOutcome:
+    log.warning("action.timeout", minutes=deadline.minutes)
+    return ActionOutcome(
+        verdict="timeout",
+        reason=f"ARCS {deadline.stop_line}: the repair had not finished, nothing was published",
+        repository=env.repository,
+        run_url=env.run_url,
+        exit_code=1,
+    )
+
+
 def _not_run(env: ActionEnv, target: Target) -> ActionOutcome:
     verdict = "skipped" if target.decision == "skip" else "refused"
     return ActionOutcome(
@@ -198,7 +234,9 @@ def _not_run(env: ActionEnv, target: Target) -> ActionOutcome:
     )
 
 
-def _run(settings: Settings, env: ActionEnv, deps: ActionDeps) -> ActionOutcome:
+def _run(
+    settings: Settings, env: ActionEnv, deps: ActionDeps, deadline: StepDeadline | None
+) -> ActionOutcome:
     target = target_for(env)
     with _client(env, deps) as client:
         if target.decision == "repair" and target.needs_pull_lookup:
@@ -245,11 +283,24 @@ def _run(settings: Settings, env: ActionEnv, deps: ActionDeps) -> ActionOutcome:
         signal = change_signal(env, target, client)
         if signal is not None and signal.changes is None:
             notices.append(signal.note)
-        request = fix_request(settings, env, target, config, ci, unsafe, notices)
+        request = fix_request(
+            settings,
+            env,
+            target,
+            config,
+            ci,
+            unsafe,
+            notices,
+            wall_s=deadline.repair_wall_s() if deadline is not None else None,
+        )
         if signal is not None and signal.changes is not None:
             request = replace(request, changes=signal.changes)
-        report = (deps.fixer or _default_fixer())(settings, request, progress=deps.progress)
-        return _finish(env, target, config, client, report, sandbox_note, notices, signal)
+        fixer = deps.fixer or _default_fixer()
+        if deadline is None:
+            report = fixer(settings, request, progress=deps.progress)
+        else:
+            report = fixer(settings, request, progress=deps.progress, interrupt=DeadlineInterrupt(deadline))
+        return _finish(env, target, config, client, report, sandbox_note, notices, signal, deadline)
 
 
 def _default_fixer() -> Fixer:
@@ -280,8 +331,11 @@ def _finish(
     sandbox_note: str,
     notices: list[str],
     signal: ChangeSignal | None = None,
+    deadline: StepDeadline | None = None,
 ) -> ActionOutcome:
+    from bot.action.dashboard import dashboard_link
     from jobs.culprit import changes_line
+    from jobs.engine import repository_spots
 
     result = report.result
     repaired = repair_report(report)
@@ -306,9 +360,12 @@ def _finish(
     published: Published | None = None
     # A partial fix (targets pass, the command still fails only on failures it already had) is
     # published only when .arcs.yml asks, as the App does; its PR title and body say so.
-    if result.fixed or (result.verdict == "partial" and config.open_pr_on_partial):
+    # Past the hard stop the step has already reported: a late fix is not published behind it.
+    late = deadline is not None and deadline.abandoned.is_set()
+    if not late and (result.fixed or (result.verdict == "partial" and config.open_pr_on_partial)):
         published = _publish(env, target, config, client, report, summary, signature)
     exit_code = 0 if result.fixed and published is not None and published.ok else 1
+    dashboard = dashboard_link(env.inputs.dashboard_url, target.sha, client, notices)
     return ActionOutcome(
         verdict=str(result.verdict),
         reason=result.reason,
@@ -327,6 +384,8 @@ def _finish(
         changes=changes_line(signal.changes) if signal is not None and signal.changes is not None else "",
         change_origin=signal.note if signal is not None and signal.changes is not None else "",
         culprit=repaired.culprit,
+        failures=repository_spots(report.repo, repaired.failures, repaired.patch),
+        dashboard_url=dashboard,
     )
 
 

@@ -18,7 +18,7 @@ from jobs.render import RepairSummary, TestTally, defuse, fenced
 from jobs.repair.threats import threat_notices
 
 if TYPE_CHECKING:
-    from jobs.repair.report import Culprit, RepairReport
+    from jobs.repair.report import Culprit, FailureSpot, RepairReport
     from jobs.repair.trace_read import TestTally as RunTally
 
 ACTION_MARKER = "<!-- arcs:action signature={signature} -->"
@@ -76,6 +76,10 @@ class ActionOutcome:
     """Where that change starts (``base: the push's previous tip abc1234``)."""
     culprit: Culprit | None = None
     """The commit that turned CI red, when the repair named it."""
+    failures: tuple[FailureSpot, ...] = ()
+    """Where the failing tests failed (regular files of the workspace only): the ``::error`` lines."""
+    dashboard_url: str = ""
+    """The ARCS App's attempt for this commit on its dashboard ('' when none was found)."""
 
 
 def _tally(run: RunTally | None) -> TestTally | None:
@@ -191,6 +195,7 @@ _TITLES = {
     "fixed": "✅ ARCS found a verified fix",
     "skipped": "➖ ARCS did not run",
     "refused": "⛔ ARCS refused",
+    "timeout": "⏱️ ARCS stopped at timeout-minutes",
 }
 
 
@@ -218,6 +223,9 @@ def job_summary(outcome: ActionOutcome) -> str:
         facts.append(f"- **Trace**: `{_cell(outcome.trace_path)}` (step output `trace`)")
     if outcome.run_url:
         facts.append(f"- **Run**: {outcome.run_url}")
+    if outcome.dashboard_url:
+        attempt = outcome.dashboard_url.rstrip("/").rsplit("/", 1)[-1]
+        facts.append(f"- **Dashboard**: [the ARCS App's attempt #{attempt}]({outcome.dashboard_url})")
     parts.append("\n".join(facts))
     change = change_lines(outcome)
     if change:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import sys
 
 from bot.cli.context import Context
 from bot.errors import UsageError
@@ -36,6 +37,10 @@ def register(
     p.add_argument("--test", metavar="CMD", help="override INPUT_TEST (the test command)")
     p.add_argument("--tier", metavar="TIER", help="override INPUT_TIER (0, small, medium, large, auto)")
     p.add_argument("--budget-usd", metavar="X", help="override INPUT_BUDGET_USD")
+    p.add_argument("--model", metavar="NAME", help="override INPUT_MODEL (the Anthropic model)")
+    p.add_argument(
+        "--timeout-minutes", metavar="N", help="override INPUT_TIMEOUT_MINUTES (a bound on the whole run)"
+    )
     p.set_defaults(handler=run_action_cmd)
 
 
@@ -51,6 +56,8 @@ def run_action_cmd(args: argparse.Namespace, ctx: Context) -> int:
         ("test", "INPUT_TEST"),
         ("tier", "INPUT_TIER"),
         ("budget_usd", "INPUT_BUDGET_USD"),
+        ("model", "INPUT_MODEL"),
+        ("timeout_minutes", "INPUT_TIMEOUT_MINUTES"),
     ):
         value = getattr(args, flag)
         if value is not None:
@@ -58,7 +65,9 @@ def run_action_cmd(args: argparse.Namespace, ctx: Context) -> int:
                 raise UsageError(f"action: --{flag.replace('_', '-')} is empty")
             environ[name] = str(value)
     env = read_action_env(environ)
-    outcome = run_action(ctx.settings, env, ActionDeps(progress=ctx.out.info))
+    # --json keeps stdout one JSON document: the workflow commands go to stderr (the runner reads both).
+    deps = ActionDeps(progress=ctx.out.info, commands=_stderr_line) if ctx.out.json_mode else None
+    outcome = run_action(ctx.settings, env, deps or ActionDeps(progress=ctx.out.info))
     _keep_trace(outcome.trace_path, ctx)
     data = {
         **step_outputs(outcome),
@@ -79,6 +88,11 @@ def run_action_cmd(args: argparse.Namespace, ctx: Context) -> int:
             line += f" {published['url']}"
     ctx.out.emit(data, line)
     return outcome.exit_code
+
+
+def _stderr_line(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
 
 
 def _keep_trace(trace_path: str, ctx: Context) -> None:

@@ -20,6 +20,23 @@ PRICING_FILE = Path(__file__).with_name("pricing.json")
 _PER_TOKEN = 1_000_000.0
 # What may follow a family name in a model id: dated snapshots, aliases, provider version tags.
 _SUFFIX = re.compile(r"(?:-\d{8}|-latest|-v\d+(?::\d+)?)+")
+# A model id as Anthropic, Bedrock ("anthropic.claude-…-v1:0", "us.anthropic.…") and Vertex
+# ("claude-…@20250514") spell it, or a gateway's "provider/model": no spaces, quotes or newlines.
+_MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}")
+
+
+def model_name_problem(model: str) -> str | None:
+    """Why ``model`` cannot be a model id, in one line (None: it can; it may still be unknown to
+    the price table, which then prices it as the dearest family)."""
+    if not model.strip():
+        return "expected a model name such as claude-sonnet-4-6, got an empty value"
+    if not _MODEL_ID.fullmatch(model):
+        shown = model if len(model) <= 60 else model[:59] + "…"
+        return (
+            "expected a model name such as claude-sonnet-4-6 (letters, digits and . _ : @ / -, "
+            f"at most 200 characters), got {shown!r}"
+        )
+    return None
 
 
 @dataclass(frozen=True, slots=True)
