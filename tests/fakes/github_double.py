@@ -1147,14 +1147,6 @@ class GitHubDouble:
             ),
             (
                 "GET",
-                repo + r"/commits/(?P<ref>[0-9a-f]{40})/check-runs",
-                self._list_check_runs_for_ref,
-                "token",
-                (("checks", "read"),),
-                ("per_page", "page"),
-            ),
-            (
-                "GET",
                 repo + r"/actions/workflows/(?P<workflow>\d+)/runs",
                 self._list_workflow_runs,
                 "token",
@@ -1917,14 +1909,6 @@ class GitHubDouble:
         selected = [self._run_json(r) for r in reversed(list(runs)) if head_sha in (None, r.head_sha)]
         page, headers = self._paginate(req, selected)
         return 200, {"total_count": len(selected), "workflow_runs": page}, headers
-
-    def _list_check_runs_for_ref(
-        self, req: _Request, owner: str, repo: str, ref: str
-    ) -> tuple[int, Json, dict[str, str]]:
-        """The check runs on commit ``ref`` (every app's)."""
-        found = [c for c in self._repo(owner, repo).check_runs.values() if c.get("head_sha") == ref]
-        page, headers = self._paginate(req, found)
-        return 200, {"total_count": len(found), "check_runs": page}, headers
 
     def _list_jobs(
         self, req: _Request, owner: str, repo: str, run: str, attempt: str
