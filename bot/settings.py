@@ -175,6 +175,12 @@ class Settings(BaseModel):
     """Repairs of one repository that may run at once (clone, sandbox, model); another one is
     deferred and re-queued every 5 minutes until a slot frees (said on its check run or status
     comment), and refused with that message if none frees before the request expires (24 h)."""
+    user_daily_usd: float = Field(default=0.0, ge=0, le=1_000_000)
+    """USD the repairs one person triggers may commit (spent plus reserved) in any 24 hours, across
+    the repositories of one installation; 0 = no cap. A repair whose reservation would go past
+    what is left is refused (said on its check run or status comment). Counted against whoever
+    asked (``/arcs`` commands, buttons, issue labels); repairs of CI runs and requests by bot
+    accounts count against nobody (the human behind them is not known)."""
 
     # --- the test runner ---------------------------------------------------------------------------
     runner: Literal["bubblewrap", "docker"] = "bubblewrap"

@@ -12,6 +12,11 @@ pull-request limits, checked right before anything is cloned or repaired.
   and tried again every :data:`BUSY_RETRY` (never dropped: a ``notice`` event each time, the check
   run/status comment says it waits), refused with that reason when no slot freed before the
   request expires;
+* ``ARCS_USER_DAILY_USD`` (a deployment setting): the USD the repairs one person asked for
+  (``requested_by``: a command's author, a button's clicker, an issue label's sender) may commit in
+  the last 24 hours across the owner's repositories; a repair whose reservation would pass what is
+  left is ``refused`` with the numbers and when spend frees up. CI repairs (no person is known
+  behind a red build, even one a bot started) and requests by bot accounts count against nobody;
 * ``max_prs_per_day`` (of the policy and of ``.arcs.yml``: the stricter wins; ARCS pull requests
   opened in the repository in the last 24 hours) and ``max_open_prs`` (ARCS pull requests still
   open), both counted from the store: ``refused``, a ``refusal`` event and a message naming the
@@ -41,6 +46,7 @@ from jobs.logctx import set_outcome
 from jobs.messages import ACTOR_OPTIONS, ActorName, Envelope, Resume
 from jobs.plan import own_budget
 from jobs.policy import (
+    USER_WINDOW,
     Defer,
     EffectivePolicy,
     Refuse,
@@ -49,8 +55,10 @@ from jobs.policy import (
     decide,
     merge,
     monthly_window,
+    user_cap_reason,
+    user_cap_resets,
 )
-from jobs.ports import AttemptStore, PrLimits
+from jobs.ports import Admission, AttemptStore, PrLimits, UserCap
 from jobs.run import AttemptRun
 
 log = structlog.get_logger("arcs.pipeline")
@@ -179,9 +187,13 @@ def admit(
         since=since,
         pr_limits=limits,
         max_running=deps.settings.max_running_per_repo,
+        user_cap=user_cap(run, now),
     )
     if admission.refused == "max_running":
         return busy(run, admission.running or 0, head_sha=head_sha, comment=comment)
+    if admission.refused == "user_daily_usd":
+        want = admission.user_wanted if admission.user_wanted is not None else own.usd
+        return user_refusal(run, admission, want, now, head_sha=head_sha, comment=comment)
     if admission.refused is not None:
         prs = admission.prs
         counts = PrCounts(prs.opened_since, prs.open_now, prs.pending) if prs else PrCounts(0, 0)
@@ -208,17 +220,65 @@ def admit(
     return Admitted(usd_cap=admission.granted_usd if policy.caps else None)
 
 
+def triggering_user(login: str | None) -> str | None:
+    """The person a repair counts against for ``ARCS_USER_DAILY_USD``: ``login``, or None for a
+    bot account (``…[bot]``: the human behind it is not known) or no login (CI)."""
+    login = (login or "").strip()
+    if not login or login.lower().endswith("[bot]"):
+        return None
+    return login
+
+
+def user_cap(run: AttemptRun, now: dt.datetime) -> UserCap | None:
+    """The triggering user's daily cap for this attempt (None: no cap set, or nobody to count)."""
+    limit = float(run.deps.settings.user_daily_usd)
+    login = triggering_user(run.attempt.requested_by)
+    if limit <= 0 or login is None:
+        return None
+    return UserCap(login=login, limit_usd=limit, since=now - USER_WINDOW)
+
+
+def user_refusal(
+    run: AttemptRun,
+    admission: Admission,
+    want: float,
+    now: dt.datetime,
+    *,
+    head_sha: str | None,
+    comment: bool,
+) -> str:
+    """``refused`` for the triggering user's daily cap, with the numbers and when it frees up."""
+    cap = user_cap(run, now)
+    assert cap is not None  # only asked for with a cap
+    used = admission.user_committed or 0.0
+    resets = user_cap_resets(now, admission.user_oldest)
+    refusal = Refuse(
+        user_cap_reason(cap.login, cap.limit_usd, used, want, resets),
+        "user_daily_usd",
+        {
+            "user": cap.login,
+            "limit": cap.limit_usd,
+            "committed": round(used, 6),
+            "want": round(want, 6),
+            "resets": resets.isoformat(),
+        },
+    )
+    return policy_refusal(run, refusal, head_sha=head_sha, comment=comment)
+
+
 _POLICY_HINTS: Mapping[str, str] = {
     "paused": "An org admin can resume ARCS on the ARCS dashboard.",
     "monthly_usd": "The budget starts over next month; an org admin can raise it on the ARCS dashboard.",
     "quiet_hours": "Ask again with `/arcs fix` once the quiet hours are over.",
     "max_running": "Ask again with `/arcs fix` when fewer repairs are running.",
+    "user_daily_usd": "Ask again then, or with a smaller `budget=`; the ARCS operator sets the cap.",
 }
 _POLICY_TITLES: Mapping[str, str] = {
     "paused": "Skipped: ARCS is paused",
     "monthly_usd": "Skipped: monthly budget used",
     "quiet_hours": "Skipped: quiet hours",
     "max_running": "Skipped: too many repairs running",
+    "user_daily_usd": "Skipped: daily budget per user used",
 }
 
 

@@ -248,7 +248,9 @@ class Refuse:
     """Do not repair: ``reason`` is the sentence shown to people, ``policy`` names the rule."""
 
     reason: str
-    policy: Literal["paused", "monthly_usd", "max_prs_per_day", "quiet_hours", "max_running"]
+    policy: Literal[
+        "paused", "monthly_usd", "max_prs_per_day", "quiet_hours", "max_running", "user_daily_usd"
+    ]
     data: Mapping[str, object] = field(default_factory=dict)
     kind: Literal["refuse"] = "refuse"
 
@@ -286,6 +288,32 @@ def quiet_reason(policy: EffectivePolicy) -> str:
     return (
         f"quiet hours for {policy.owner}: {policy.quiet_start:02d}:00-{policy.quiet_end:02d}:00 "
         f"{policy.tz_name}"
+    )
+
+
+USER_WINDOW = dt.timedelta(hours=24)
+"""The per-user cap (``ARCS_USER_DAILY_USD``) counts what a user's repairs committed in this
+trailing window."""
+
+
+def user_cap_exceeded(limit: float, committed: float, want: float) -> bool:
+    """True when reserving ``want`` USD on top of ``committed`` would go past a user's daily
+    ``limit`` (reaching it exactly is allowed; cents' rounding noise is ignored)."""
+    return round(committed + want, 6) > round(limit, 6)
+
+
+def user_cap_resets(now: dt.datetime, oldest: dt.datetime | None) -> dt.datetime:
+    """When the user's window frees spend again: 24 hours after the oldest repair it counts
+    (``now`` when it counts none: only running reservations hold it)."""
+    return oldest + USER_WINDOW if oldest is not None and oldest + USER_WINDOW > now else now
+
+
+def user_cap_reason(login: str, limit: float, committed: float, want: float, resets: dt.datetime) -> str:
+    """``@ana's daily repair budget (ARCS_USER_DAILY_USD, $1.00 in 24 h) would be exceeded: ...``."""
+    return (
+        f"@{login}'s daily repair budget (ARCS_USER_DAILY_USD, {money(limit)} in 24 h) would be "
+        f"exceeded: {money(committed)} used, this repair reserves {money(want)}; it frees up from "
+        f"{resets.astimezone(dt.UTC):%Y-%m-%d %H:%M} UTC"
     )
 
 
@@ -328,6 +356,7 @@ def decide(policy: EffectivePolicy, now: dt.datetime, committed: Mapping[str, fl
 
 
 __all__ = [
+    "USER_WINDOW",
     "Allow",
     "Decision",
     "Defer",
@@ -346,5 +375,8 @@ __all__ = [
     "paused_reason",
     "quiet_reason",
     "usd_available",
+    "user_cap_exceeded",
+    "user_cap_reason",
+    "user_cap_resets",
     "zone",
 ]

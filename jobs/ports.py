@@ -250,6 +250,11 @@ class JobSettings(Protocol):
         ...
 
     @property
+    def user_daily_usd(self) -> float:
+        """USD one triggering user's repairs may commit in 24 hours (0: no cap)."""
+        ...
+
+    @property
     def checks_grace_s(self) -> float:
         """How long after ARCS pushed a fix its checks may take to start before it says so."""
         ...
@@ -280,6 +285,11 @@ class AttemptView(Protocol):
     def run_id(self) -> int | None: ...
     @property
     def failure_signature(self) -> str | None: ...
+    @property
+    def requested_by(self) -> str | None:
+        """Who asked for the repair (a command's author, an issue label's sender; None for CI)."""
+        ...
+
     @property
     def base_branch(self) -> str | None: ...
     @property
@@ -352,6 +362,16 @@ class PrLimits:
 
 
 @dataclass(frozen=True, slots=True)
+class UserCap:
+    """The daily USD cap of the user who triggered a repair (``ARCS_USER_DAILY_USD``)."""
+
+    login: str
+    limit_usd: float
+    since: dt.datetime
+    """Start of the trailing window (now - 24 h): the user's repairs created since then count."""
+
+
+@dataclass(frozen=True, slots=True)
 class PrTally:
     """ARCS pull requests of one repository."""
 
@@ -373,6 +393,15 @@ class Admission:
     ``max_open_prs`` when a limit is reached."""
     running: int | None = None
     """With ``max_running``: how many other repairs of the repository are running."""
+    user_committed: float | None = None
+    """With a :class:`UserCap`: what the user's other repairs committed in its window (spent
+    plus reserved)."""
+    user_oldest: dt.datetime | None = None
+    """With a :class:`UserCap`: when the oldest repair counted was created (its spend leaves the
+    window 24 hours later); None when nothing was counted."""
+    user_wanted: float | None = None
+    """With ``user_daily_usd`` refused: the reservation it refused (the request's USD, lowered by
+    the monthly caps)."""
 
 
 class JoinedRunView(Protocol):
@@ -520,9 +549,10 @@ class AttemptStore(Protocol):
         since: dt.datetime,
         pr_limits: PrLimits | None = None,
         max_running: int | None = None,
+        user_cap: UserCap | None = None,
     ) -> Admission:
-        """Check the running-repairs cap and the pull-request limits, reserve USD and mark the
-        attempt admitted, in one transaction."""
+        """Check the running-repairs cap, the pull-request limits and the triggering user's daily
+        cap, reserve USD and mark the attempt admitted, in one transaction."""
         ...
 
     def release_usd(self, attempt_id: int, *, cost_usd: float | None = None) -> None:

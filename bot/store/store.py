@@ -79,11 +79,13 @@ from bot.store.models import (
     PullRequest,
 )
 from bot.web.ports import DeliveryRow, DeliveryStatus
+from jobs.policy import user_cap_exceeded
 
 # The admission values are the jobs' port types (re-exported: the store's callers name them here too).
 from jobs.ports import Admission as Admission
 from jobs.ports import PrLimits as PrLimits
 from jobs.ports import PrTally as PrTally
+from jobs.ports import UserCap as UserCap
 
 log = structlog.get_logger("arcs.store")
 
@@ -994,6 +996,7 @@ class Store:
         since: dt.datetime,
         pr_limits: PrLimits | None = None,
         max_running: int | None = None,
+        user_cap: UserCap | None = None,
     ) -> Admission:
         """Check the limits of ``repo`` and reserve USD, atomically per owner.
 
@@ -1004,8 +1007,12 @@ class Store:
         ``pr_limits.since`` (and still open) plus the pull requests that admitted attempts may
         still open (running with a reservation, or fixed and not yet published) are counted; at a
         limit nothing is reserved and :attr:`Admission.refused` names it. Otherwise the USD grant
-        is computed as in :meth:`reserve_usd` and written (a grant of 0 writes none) and the
-        attempt is marked admitted.
+        is computed as in :meth:`reserve_usd`. With ``user_cap``: when that grant on top of what
+        the user's other repairs of ``owner`` committed since ``user_cap.since`` (spent plus
+        running reservations, by ``requested_by``) would pass its limit, nothing is reserved and
+        :attr:`Admission.refused` is ``user_daily_usd`` (with :attr:`Admission.user_committed`
+        and :attr:`Admission.user_oldest`). Otherwise the grant is written (a grant of 0 writes
+        none) and the attempt is marked admitted.
         """
         with self._write() as session:
             self._budget_lock(session, owner, attempt_id)
@@ -1026,11 +1033,25 @@ class Store:
                 used = _usd_committed(session, owner, scope, since, now, exclude=attempt_id)
                 grant = min(grant, max(0.0, float(limit) - used))
             grant = round(grant, 6)
+            by_user: float | None = None
+            if user_cap is not None:
+                login, since_ = user_cap.login, user_cap.since
+                by_user = _usd_committed(session, owner, None, since_, now, exclude=attempt_id, user=login)
+                if grant > 0 and user_cap_exceeded(user_cap.limit_usd, by_user, grant):
+                    oldest = _user_oldest(session, owner, login, since_, exclude=attempt_id)
+                    return Admission(
+                        0.0,
+                        tally,
+                        "user_daily_usd",
+                        user_committed=by_user,
+                        user_oldest=oldest,
+                        user_wanted=grant,
+                    )
             admitted: dict[str, Any] = {"admitted_at": now}
             if grant > 0:
                 admitted["reserved_usd"] = grant
             session.execute(update(Attempt).where(Attempt.id == attempt_id).values(**admitted))
-            return Admission(grant, tally, None)
+            return Admission(grant, tally, None, user_committed=by_user)
 
     def release_usd(self, attempt_id: int, *, cost_usd: float | None = None) -> None:
         """The attempt's repair ended: record ``cost_usd`` (when given) and drop its reservation."""
@@ -1194,12 +1215,15 @@ def _usd_committed(
     now: dt.datetime,
     *,
     exclude: int | None = None,
+    user: str | None = None,
 ) -> float:
     from sqlalchemy import func
 
     scope: list[ColumnElement[bool]] = [Attempt.owner == owner]
     if repo is not None:
         scope.append(Attempt.repo == repo)
+    if user is not None:
+        scope.append(Attempt.requested_by == user)
     if exclude is not None:
         scope.append(Attempt.id != exclude)
     spent = select(func.coalesce(func.sum(Attempt.cost_usd), 0.0)).where(*scope, Attempt.created_at >= since)
@@ -1211,6 +1235,23 @@ def _usd_committed(
     )
     total = (session.execute(spent).scalar_one() or 0.0) + (session.execute(held).scalar_one() or 0.0)
     return round(float(total), 6)
+
+
+def _user_oldest(
+    session: Session, owner: str, user: str, since: dt.datetime, *, exclude: int
+) -> dt.datetime | None:
+    """When the oldest of ``user``'s repairs of ``owner`` created since ``since`` was created."""
+    from sqlalchemy import func
+
+    stmt = select(func.min(Attempt.created_at)).where(
+        Attempt.owner == owner,
+        Attempt.requested_by == user,
+        Attempt.id != exclude,
+        Attempt.created_at >= since,
+        (Attempt.cost_usd > 0) | Attempt.reserved_usd.is_not(None),
+    )
+    oldest = session.execute(stmt).scalar_one_or_none()
+    return oldest if isinstance(oldest, dt.datetime) else None
 
 
 def _running_count(session: Session, repo: str, now: dt.datetime, *, exclude: int) -> int:

@@ -491,3 +491,67 @@ def test_an_error_before_the_repair_releases_the_reservation_without_a_charge(h:
     assert pipeline.handle_command(h.deps, command_job("fix")) == "error"
     attempt = h.only_attempt()
     assert attempt.status == "error" and attempt.reserved_usd is None and attempt.cost_usd is None
+
+
+# --- the per-user daily cap (ARCS_USER_DAILY_USD) ------------------------------------------------
+
+
+def test_a_users_second_repair_past_the_daily_cap_is_refused_and_another_users_runs(
+    h: Harness, settings: Settings
+) -> None:
+    h.deps.settings = settings.model_copy(update={"user_daily_usd": 0.5})
+    # The command asks for $0.50: exactly the cap, so the first one runs (and spends $0.05).
+    assert pipeline.handle_command(h.deps, other_comment("fix", 8000, author="ana")) == "fixed"
+    first = h.store.get_attempt_by_key(f"cmd:{REPO}:8000")
+    assert first is not None and first.requested_by == "ana" and first.cost_usd == pytest.approx(0.05)
+
+    h.clock.now = DAY + dt.timedelta(hours=1)
+    assert pipeline.handle_command(h.deps, other_comment("fix", 8001, author="ana")) == "refused"
+    refused = h.store.get_attempt_by_key(f"cmd:{REPO}:8001")
+    assert refused is not None and refused.reserved_usd is None
+    reason = (
+        "@ana's daily repair budget (ARCS_USER_DAILY_USD, $0.50 in 24 h) would be exceeded: $0.05 "
+        "used, this repair reserves $0.50; it frees up from 2026-03-04 10:00 UTC"
+    )
+    assert refused.reason == reason
+    assert any(body.startswith(f"{reason}. Ask again then") for body in h.comments())
+    (event,) = h.store.events(kind="refusal")
+    assert event.attempt_id == refused.id
+    assert event.data["policy"] == "user_daily_usd" and event.data["user"] == "ana"
+    assert len(h.repair.requests) == 1  # nothing ran for the refused one
+
+    assert pipeline.handle_command(h.deps, other_comment("fix", 8002, author="bob")) == "fixed"
+    assert len(h.repair.requests) == 2
+
+    # 24 hours after ana's first repair its spend leaves the window.
+    h.clock.now = DAY + dt.timedelta(hours=24, seconds=1)
+    assert pipeline.handle_command(h.deps, other_comment("fix", 8003, author="ana")) == "fixed"
+
+
+def test_without_the_setting_a_user_has_no_daily_cap(h: Harness) -> None:
+    assert h.deps.settings.user_daily_usd == 0
+    for comment_id in (8000, 8001, 8002):
+        h.store.claim_attempt(
+            f"spent-{comment_id}",
+            repo=REPO,
+            trigger="comment",
+            requested_by="ana",
+            status="no_fix",
+            cost_usd=50.0,
+        )
+        assert pipeline.handle_command(h.deps, other_comment("fix", comment_id, author="ana")) == "fixed"
+
+
+@pytest.mark.parametrize(
+    ("login", "counted"),
+    [
+        ("ana", "ana"),
+        (" ana ", "ana"),
+        ("dependabot[bot]", None),
+        ("Renovate[Bot]", None),
+        (None, None),
+        ("", None),
+    ],
+)
+def test_bot_accounts_and_ci_count_against_nobody(login: str | None, counted: str | None) -> None:
+    assert admission.triggering_user(login) == counted

@@ -22,6 +22,9 @@ from jobs.policy import (
     merge,
     monthly_window,
     usd_available,
+    user_cap_exceeded,
+    user_cap_reason,
+    user_cap_resets,
 )
 
 PARIS = ZoneInfo("Europe/Paris")
@@ -190,4 +193,38 @@ def test_the_budget_stop_sentence() -> None:
     assert budget_stop_reason(UsdCap("owner", "octo", 5.0), 0.2, 0.19) == (
         "stopped at octo's monthly budget: this attempt could use $0.20 of what is left of the "
         "$5.00 a month, and spent $0.19"
+    )
+
+
+# --- the per-user daily cap (ARCS_USER_DAILY_USD) ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("committed", "want", "exceeded"),
+    [
+        (0.0, 1.0, False),  # the whole cap in one repair
+        (0.6, 0.4, False),  # exactly at the cap
+        (0.1 + 0.2, 0.7, False),  # float noise (0.30000000000000004) is not "over"
+        (0.6, 0.41, True),  # just over
+        (1.0, 0.01, True),  # used up
+        (1.5, 0.0, True),  # already past it (a repair spent more than reserved)
+    ],
+)
+def test_user_cap_exceeded(committed: float, want: float, exceeded: bool) -> None:
+    assert user_cap_exceeded(1.0, committed, want) is exceeded
+
+
+def test_user_cap_resets_24_hours_after_the_oldest_counted_spend() -> None:
+    now = dt.datetime(2026, 3, 10, 12, 0, tzinfo=dt.UTC)
+    oldest = now - dt.timedelta(hours=20)
+    assert user_cap_resets(now, oldest) == now + dt.timedelta(hours=4)
+    assert user_cap_resets(now, None) == now  # only running reservations: frees as they end
+    assert user_cap_resets(now, now - dt.timedelta(hours=25)) == now
+
+
+def test_user_cap_reason_names_the_cap_the_numbers_and_the_reset() -> None:
+    resets = dt.datetime(2026, 3, 10, 16, 5, tzinfo=PARIS)
+    assert user_cap_reason("ana", 1.0, 0.6, 0.5, resets) == (
+        "@ana's daily repair budget (ARCS_USER_DAILY_USD, $1.00 in 24 h) would be exceeded: $0.60 "
+        "used, this repair reserves $0.50; it frees up from 2026-03-10 15:05 UTC"
     )
