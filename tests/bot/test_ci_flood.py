@@ -85,6 +85,8 @@ def flood(
             "private_key": SecretStr(test_app_key.private_pem),
             "github_api_url": double.api_url,
             "webhook_secret": SecretStr(SECRET),
+            # No delayed checks probe after publishing: `broker.join` below would wait for it.
+            "checks_grace_s": 0.0,
         }
     )
     web_store = Store.open(db_url)
