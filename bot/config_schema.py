@@ -33,9 +33,30 @@ CATALOG_ENTRY: dict[str, Any] = {
 """What SchemaStore's ``catalog.json`` lists for this schema: the files editors check with it."""
 
 
+_BOUNDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+
+
+def _canonical(node: Any) -> Any:
+    """One spelling whatever pydantic version wrote ``node`` (CI also runs the lowest allowed one):
+    a ``$ref`` beside other keywords rather than wrapped in a one-item ``allOf`` (pydantic < 2.9),
+    and integral bounds as integers (``0``, not ``0.0``). Both spellings mean the same in 2020-12."""
+    if isinstance(node, list):
+        return [_canonical(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _canonical(value) for key, value in node.items()}
+    wrapped = out.get("allOf")
+    if isinstance(wrapped, list) and len(wrapped) == 1 and set(wrapped[0]) == {"$ref"} and "$ref" not in out:
+        out = {"$ref": wrapped[0]["$ref"], **{k: v for k, v in out.items() if k != "allOf"}}
+    for key in _BOUNDS & out.keys():
+        if isinstance(out[key], float) and out[key].is_integer():
+            out[key] = int(out[key])
+    return out
+
+
 def schema() -> dict[str, Any]:
     """The JSON schema of ``.arcs.yml``: the model's own, with the dialect and ``$id`` first."""
-    generated = ArcsConfig.model_json_schema(mode="validation")
+    generated = _canonical(ArcsConfig.model_json_schema(mode="validation"))
     return {"$schema": DIALECT, "$id": SCHEMA_URL, **generated}
 
 

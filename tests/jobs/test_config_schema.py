@@ -202,3 +202,25 @@ def test_known_difference_the_schema_is_stricter(text: str, why: str) -> None:
     if text == "draft: yes\n":
         data = {"draft": "yes"}  # what a YAML 1.2 editor sees
     assert not VALIDATOR.is_valid(data), f"the schema now accepts it: drop it from the list ({why})"
+
+
+def test_the_schema_has_one_spelling_across_pydantic_versions() -> None:
+    """pydantic < 2.9 wraps a ``$ref`` with siblings in ``allOf`` and writes bounds as floats; the
+    published file must not depend on which version CI (or the lowest-versions run) has."""
+    old_style = {
+        "properties": {
+            "budget": {"allOf": [{"$ref": "#/$defs/B"}], "description": "d"},
+            "usd": {"anyOf": [{"type": "number", "exclusiveMinimum": 0.0}, {"type": "null"}]},
+            "both": {"allOf": [{"$ref": "#/$defs/A"}, {"$ref": "#/$defs/B"}]},
+        }
+    }
+    canonical = config_schema._canonical(old_style)
+    assert type(canonical["properties"]["usd"]["anyOf"][0]["exclusiveMinimum"]) is int  # "0", not "0.0"
+    assert canonical == {
+        "properties": {
+            "budget": {"$ref": "#/$defs/B", "description": "d"},
+            "usd": {"anyOf": [{"type": "number", "exclusiveMinimum": 0}, {"type": "null"}]},
+            "both": {"allOf": [{"$ref": "#/$defs/A"}, {"$ref": "#/$defs/B"}]},
+        }
+    }
+    assert isinstance(config_schema._canonical({"minimum": 0.5})["minimum"], float)
