@@ -457,8 +457,17 @@ def chown_tree(root: Path, uid: int, gid: int) -> None:
 
 
 def _unlink_at(dirfd: int, name: str) -> None:
+    _remove_entry_at(dirfd, name, folder=False)
+
+
+def _rmdir_at(dirfd: int, name: str) -> None:
+    _remove_entry_at(dirfd, name, folder=True)
+
+
+def _remove_entry_at(dirfd: int, name: str, *, folder: bool) -> None:
+    remove = os.rmdir if folder else os.unlink
     try:
-        os.unlink(name, dir_fd=dirfd)
+        remove(name, dir_fd=dirfd)
     except FileNotFoundError:
         pass
     except PermissionError:
@@ -466,18 +475,7 @@ def _unlink_at(dirfd: int, name: str) -> None:
         # through its own descriptor, then try again.
         os.fchmod(dirfd, stat.S_IRWXU)
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(name, dir_fd=dirfd)
-
-
-def _rmdir_at(dirfd: int, name: str) -> None:
-    try:
-        os.rmdir(name, dir_fd=dirfd)
-    except FileNotFoundError:
-        pass
-    except PermissionError:
-        os.fchmod(dirfd, stat.S_IRWXU)
-        with contextlib.suppress(FileNotFoundError):
-            os.rmdir(name, dir_fd=dirfd)
+            remove(name, dir_fd=dirfd)
 
 
 def _open_dir_for_removal(parent: int, name: str) -> int:
