@@ -258,8 +258,13 @@ _TEST_FILE = re.compile(
 def is_test_path(rel: str) -> bool:
     """True when ``rel`` looks like test code: under a ``tests/``-like directory (``src/test/``,
     ``__tests__/``, ``spec/``, ``testdata/``…) or named like a test file (``test_*.py``, ``*_test.go``,
-    ``*.test.ts``, ``*.spec.js``, ``*Test.java``, ``*_spec.rb``…)."""
+    ``*.test.ts``, ``*.spec.js``, ``*Test.java``, ``*_spec.rb``…). The one test-path rule of the
+    project (tests/test_path_rules.py keeps it so)."""
     parts = rel.replace("\\", "/").split("/")
-    if any(p.lower() in _TEST_DIRS for p in parts[:-1]):
+    dirs = parts[:-1]
+    if parts[-1].endswith(".go"):
+        # A `testing/` folder is Go's own test framework (`src/testing/testing.go` in a frame).
+        dirs = [d for d in dirs if d != "testing"]
+    if any(d.lower() in _TEST_DIRS for d in dirs):
         return True
     return bool(_TEST_FILE.match(parts[-1]))

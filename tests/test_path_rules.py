@@ -1,11 +1,12 @@
-"""The gate for one test-path rule (issue 25, plan-25 §1.6): what every rule says of every known path.
+"""The gate for the one test-path rule (issue 25, plan-25 §1.6): what it says of every known path.
 
-Four rules decide "is this test code" today: :func:`indexing.languages.is_test_path` (retriever,
-tier-0, gates, behaviour, change context), :func:`jobs.repair.callees.is_test_file` (callees, the
-spectrum ranking), ``jobs.repair.feedback._looks_like_test`` and ``jobs.repair.plan._is_test``
-(which frames of a failure are test code). Before callers switch to one rule, the class each rule
-gives to each path the benchmarks and tests know is recorded in ``tests/fixtures/test_paths_golden.txt``:
-a class that moves would move evidence labels, prompts and so recorded fingerprints.
+:func:`indexing.languages.is_test_path` is the only rule that decides "is this test code" (retriever,
+tier-0, gates, behaviour, change context, callees, the spectrum ranking, the frames of a failure).
+Until #25 four rules did; where they disagreed (30 of 4,689 known paths) the switch settled it: a
+JUnit ``*Test.java`` and a ``conftest.py`` are test code, a ``go_test.json`` log is not, and Go's own
+``src/testing/testing.go`` in a frame is the framework, not the tests. The class of every path the
+benchmarks and tests know is recorded in ``tests/fixtures/test_paths_golden.txt``: a class that moves
+would move evidence labels, prompts and so recorded fingerprints.
 
 The paths: every file under the bench corpora, ``tests/fixtures`` and ``bot/samples``, and every
 path-like token inside them (frames of recorded outputs, case files, logs), each with all of its
@@ -17,25 +18,18 @@ Regenerate (only for new corpus files; a changed class is a behaviour change to 
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 from indexing.languages import is_test_path
-from jobs.repair.callees import is_test_file
-from jobs.repair.feedback import _looks_like_test
-from jobs.repair.plan import _is_test
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "fixtures" / "test_paths_golden.txt"
 TREES = ("bench", "tests/fixtures", "bot/samples")
-RULES: tuple[tuple[str, Callable[[str], bool]], ...] = (
-    ("callees", is_test_file),
-    ("feedback", _looks_like_test),
-    ("plan", _is_test),
-    ("languages", is_test_path),
-)
+PACKAGES = ("bot", "jobs", "runners", "indexing")
 _TOKEN = re.compile(
     r"(?:[\w.@+-]+/)*[\w.@+-]+\."
     r"(?:py|pyi|js|mjs|cjs|ts|tsx|jsx|go|rs|java|kt|rb|c|h|cc|cpp|cs|php|swift|scala|sh"
@@ -65,23 +59,23 @@ def known_paths(root: Path = ROOT) -> list[str]:
             continue
         found.update(m.group(0).lstrip("./") for m in _TOKEN.finditer(text))
     out: set[str] = set()
-    for path in found:
-        parts = [p for p in path.split("/") if p]
+    for name in found:
+        parts = [p for p in name.split("/") if p]
         out.update("/".join(parts[i:]) for i in range(len(parts)))
     return sorted(p for p in out if p)
 
 
 def classes(path: str) -> str:
-    """One digit per rule of :data:`RULES` (1: test code)."""
-    return "".join("1" if rule(path) else "0" for _, rule in RULES)
+    """The rule's class of ``path``: ``1`` test code, ``0`` not."""
+    return "1" if is_test_path(path) else "0"
 
 
 def render(paths: Iterable[str]) -> str:
     """The golden file's text."""
     head = [
-        "# What each test-path rule says of each known path (tests/test_path_rules.py; regenerate with",
-        "# `python -m tests.test_path_rules --write`). Digits, 1 = test code, in this order:",
-        "# " + " ".join(name for name, _ in RULES) + ", then the path.",
+        "# What the test-path rule (indexing.languages.is_test_path) says of each known path",
+        "# (tests/test_path_rules.py; regenerate with `python -m tests.test_path_rules --write`).",
+        "# 1 = test code, then the path.",
     ]
     return "\n".join([*head, *(f"{classes(p)} {p}" for p in paths)]) + "\n"
 
@@ -96,28 +90,43 @@ def read_golden(path: Path = GOLDEN) -> dict[str, str]:
     return rows
 
 
-def test_every_rule_gives_every_known_path_its_recorded_class() -> None:
+def test_the_rule_gives_every_known_path_its_recorded_class() -> None:
     golden = read_golden()
     assert len(golden) > 1000, "the golden file lost its paths"
     moved = [f"{want} -> {classes(p)} {p}" for p, want in golden.items() if classes(p) != want]
-    assert not moved, f"{len(moved)} path(s) changed class (rules: {[n for n, _ in RULES]}):\n" + "\n".join(
-        moved[:50]
-    )
+    assert not moved, f"{len(moved)} path(s) changed class:\n" + "\n".join(moved[:50])
 
 
-def test_the_golden_holds_paths_each_rule_calls_test_code_and_paths_it_does_not() -> None:
+def test_the_golden_holds_both_classes_and_the_settled_disagreements() -> None:
     golden = read_golden()
-    for i, (name, _) in enumerate(RULES):
-        column = {digits[i] for digits in golden.values()}
-        assert column == {"0", "1"}, f"{name}: the golden cannot show a class moving either way"
+    assert set(golden.values()) == {"0", "1"}, "the golden cannot show a class moving either way"
+    # Where the four rules before #25 disagreed, as settled.
+    assert golden["com/example/CalcTest.java"] == "1"
+    assert golden["fix/conftest.py"] == "1"
+    assert golden["src/testing/testing.go"] == "0"
+    assert golden["outputs/go_test.json"] == "0"
+    assert golden["tests/fixtures/tier0/off_by_one_go/stats/summary.go"] == "1"
 
 
-def test_the_golden_records_where_the_rules_disagree_today() -> None:
-    # What a switch to one rule must settle (plan-25 §1.6): pinned so the list is reviewed, not found.
-    golden = read_golden()
-    assert golden["com/example/CalcTest.java"] == "0001"  # a JUnit class: only languages says test
-    assert golden["src/testing/testing.go"] == "0001"  # Go's own `testing` package in a frame
-    assert golden["fix/conftest.py"] == "1001"  # conftest: callees and languages, not the frame rules
+_PREDICATE = re.compile(r"^_?(is_test(_path|_file)?|looks_like_test)$")
+_RULE_NAME = re.compile(r"^_?TEST_(PATH|FILE|DIRS)\w*$")
+
+
+def test_no_second_test_path_rule_in_the_product() -> None:
+    # A predicate or a path regex named like one, anywhere but the one rule's module.
+    found: list[str] = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel == "indexing/languages.py" or "samples" in path.parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.FunctionDef) and _PREDICATE.match(node.name):
+                    found.append(f"{rel}: def {node.name}")
+                if isinstance(node, ast.Assign):
+                    names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+                    found += [f"{rel}: {n} =" for n in names if _RULE_NAME.match(n)]
+    assert not found, "a second test-path rule (use indexing.languages.is_test_path):\n" + "\n".join(found)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from indexing.languages import is_test_path
 from jobs.repair.model import Evidence, Failure
 from jobs.repair.ports import SourceView
 
@@ -43,9 +44,6 @@ _PY_DEF = r"^(?P<indent>[ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+{name}\b"
 _JS_DEF = (
     r"^(?P<indent>[ \t]*)(?:export[ \t]+)?(?:default[ \t]+)?(?:async[ \t]+)?"
     r"(?:function\*?[ \t]+{name}\b|(?:const|let|var)[ \t]+{name}[ \t]*=|{name}[ \t]*\([^)]*\)[ \t]*\{{)"
-)
-_TEST_PATH = re.compile(
-    r"(^|/)(tests?|__tests__|spec)/|(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.(test|spec)\.\w+|conftest\.py)$"
 )
 _PY_EXT = (".py",)
 _JS_EXT = (".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx")
@@ -81,12 +79,6 @@ _IGNORED = frozenset(
         "MagicMock",
     }
 )
-
-
-def is_test_file(path: str) -> bool:
-    """Whether ``path`` is a test file (tests folder, ``test_*``/``*_test.*``/``*.spec.*``, conftest):
-    the one test-path rule of context assembly (callees, the spectrum ranking)."""
-    return bool(_TEST_PATH.search(path))
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +207,7 @@ class _Files:
             for path in self.source.files():
                 if (
                     path.endswith(exts)
-                    and is_test_file(path) == tests
+                    and is_test_path(path) == tests
                     and not _NOT_SOURCE.search(path)
                     and not path.endswith(".pyi")
                 ):
@@ -282,14 +274,14 @@ def _test_sites(failures: Iterable[Failure]) -> list[tuple[str, int]]:
     tests: list[tuple[str, int]] = []
     helpers: list[tuple[str, int]] = []
     for f in failures:
-        frames = [fr for fr in f.frames if is_test_file(fr.path)]
+        frames = [fr for fr in f.frames if is_test_path(fr.path)]
         if frames:
             outer = next(
                 (fr for fr in frames if fr.function.rsplit(".", 1)[-1].startswith("test")), frames[0]
             )
             tests.append((outer.path, outer.line))
             helpers.extend((fr.path, fr.line) for fr in reversed(frames) if fr is not outer)
-        if f.path and is_test_file(f.path):
+        if f.path and is_test_path(f.path):
             (helpers if frames else tests).append((f.path, f.line))
     return list(dict.fromkeys(h for h in [*tests, *helpers] if h[1] > 0))
 
@@ -475,5 +467,4 @@ __all__ = [
     "callee_context",
     "enclosing_def",
     "function_window",
-    "is_test_file",
 ]

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from indexing.languages import is_test_path
 from jobs.repair.callees import enclosing_def, function_window
 from jobs.repair.diffing import parse_patch
 from jobs.repair.model import Evidence, Failure, Feedback
@@ -384,19 +385,19 @@ def failure_hints(
     tests: list[tuple[str, int]] = []
     helpers: list[tuple[str, int]] = []
     for f in failures:
-        in_tests = [fr for fr in f.frames if _looks_like_test(fr.path)]
+        in_tests = [fr for fr in f.frames if is_test_path(fr.path)]
         outer = next(
             (fr for fr in in_tests if _is_test_function(fr.function)), in_tests[0] if in_tests else None
         )
         for fr in reversed(f.frames):
-            if not _looks_like_test(fr.path):
+            if not is_test_path(fr.path):
                 out.append((fr.path, fr.line))
             elif fr is outer:
                 tests.append((fr.path, fr.line))
             else:
                 helpers.append((fr.path, fr.line))
         if f.path:
-            if not _looks_like_test(f.path):
+            if not is_test_path(f.path):
                 out.append((f.path, f.line))
             else:
                 (helpers if outer is not None else tests).append((f.path, f.line))
@@ -429,7 +430,7 @@ def frame_context(
             windows[path] = []
             order.append(path)
         windows[path].append((max(1, line - radius), line + radius))
-        if not _looks_like_test(path):
+        if not is_test_path(path):
             text = source.read(path)
             start, end = function_window(text.splitlines(), line) if text else (0, 0)
             if start:
@@ -453,13 +454,13 @@ def frame_context(
             body = "\n".join(lines[start - 1 : end])
             # A test helper's lines (an assertion helper, a fixture module) are shown, but after
             # the code the test calls: they say how it failed, not where the bug is.
-            helper = _looks_like_test(path) and not any(
+            helper = is_test_path(path) and not any(
                 _in_test_function(lines, n) for p, n in hints if p == path and start <= n <= end
             )
             out.append(
                 Evidence(
                     id=f"frame:{path}:{start}-{end}",
-                    source="test" if _looks_like_test(path) else "code",
+                    source="test" if is_test_path(path) else "code",
                     path=path,
                     start_line=start,
                     end_line=end,
@@ -473,9 +474,6 @@ def frame_context(
     return out
 
 
-_TEST_PATH = re.compile(
-    r"(^|/)(tests?|__tests__|spec)/|(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.(test|spec)\.\w+)$"
-)
 _TEST_DEF = re.compile(r"\s*(?:async\s+)?(?:def|function)\s+test|\s*(?:it|test|describe)\s*\(")
 
 
@@ -487,10 +485,6 @@ def _in_test_function(lines: Sequence[str], line: int) -> bool:
     """Whether ``line`` of a test file lies in a test function (not a helper or module code)."""
     start = enclosing_def(lines, line)
     return bool(start) and bool(_TEST_DEF.match(lines[start - 1]))
-
-
-def _looks_like_test(path: str) -> bool:
-    return bool(_TEST_PATH.search(path))
 
 
 def verified_snippet(candidate_id: str, diff: str, *, tests_passed: int, round_index: int) -> Evidence:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from indexing.languages import is_test_path
 from jobs.repair import roles
 from jobs.repair.llm import LLM, LLMError
 from jobs.repair.model import Evidence, Failure, Feedback, Usage
@@ -24,9 +25,6 @@ if TYPE_CHECKING:
 
 PlanSource = Literal["off", "gated", "llm", "structural"]
 
-_TEST_PATH = re.compile(
-    r"(^|/)(tests?|__tests__|spec)/|(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.(test|spec)\.\w+)$"
-)
 # `name`, 'name', "name" or CamelCase/dotted identifiers in an error message.
 _QUOTED = re.compile(r"[`'\"]([A-Za-z_][\w.]*)[`'\"]")
 _CAMEL = re.compile(r"\b([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+)\b")
@@ -66,17 +64,13 @@ def _usage_json(u: Usage) -> dict[str, Any]:
     }
 
 
-def _is_test(path: str) -> bool:
-    return bool(_TEST_PATH.search(path))
-
-
 def _first_line(text: str, limit: int = 100) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line[:limit]
 
 
 def _subgoal_for(failure: Failure) -> str | None:
-    code_frames = [fr for fr in failure.frames if not _is_test(fr.path)]
+    code_frames = [fr for fr in failure.frames if not is_test_path(fr.path)]
     what = " ".join(p for p in (failure.type, _first_line(failure.message)) if p)
     test = failure.test_id.rsplit("::", 1)[-1] or failure.test_id
     if code_frames:

@@ -21,7 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from jobs.repair.callees import block_end, enclosing_def, is_test_file
+from indexing.languages import is_test_path
+from jobs.repair.callees import block_end, enclosing_def
 from jobs.repair.ports import SourceView
 
 SpectrumScope = Literal["suite", "files", "tests"]
@@ -170,7 +171,7 @@ def _group(lines: Sequence[str], line: int, cache: dict[int, int]) -> int:
 def suspects(spectrum: Spectrum, source: SourceView) -> tuple[Suspect, ...]:
     """The functions the failing tests ran, most suspicious first (pure, deterministic).
 
-    Each executed line of a non-test file (:func:`jobs.repair.callees.is_test_file`) is scored by
+    Each executed line of a non-test file (:func:`indexing.languages.is_test_path`) is scored by
     :func:`ochiai`; lines are grouped into their innermost enclosing function (a file's lines outside
     any function form one :data:`MODULE` group spanning them). A group scores its best line. Ties
     go to the group more failing tests ran, then to the one with fewer lines passing tests ran
@@ -178,7 +179,7 @@ def suspects(spectrum: Spectrum, source: SourceView) -> tuple[Suspect, ...]:
     """
     ranked: list[tuple[tuple[float, int, int, str, int], Suspect]] = []
     for path in sorted(spectrum.lines):
-        if is_test_file(path):
+        if is_test_path(path):
             continue
         text = source.read(path)
         if text is None:

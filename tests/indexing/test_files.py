@@ -336,6 +336,11 @@ def test_is_indexable_agrees_with_discovery(make_repo: MakeRepo) -> None:
         ("src/contest.py", False),
         ("docs/testing-guide.md", False),
         ("attestation/sign.py", False),
+        # Go's own test framework in a frame; a Python project's `testing/` folder stays test code.
+        ("/opt/hostedtoolcache/go/1.22.1/x64/src/testing/testing.go", False),
+        ("testing/test_capture.py", True),
+        ("testing/helpers.py", True),
+        ("testdata/cases.go", True),
     ],
 )
 def test_is_test_path(path: str, expected: bool) -> None:
