@@ -7,8 +7,8 @@ once, never retried: a ``job_failed`` event says why), rebinds its log context, 
 dependencies and calls the application function with the message id (so the message that
 claimed an attempt can resume it).
 
-Every actor states its retry, time and age limits explicitly
-(:data:`jobs.messages.ACTOR_OPTIONS`).
+An actor is declared once: its message class (:mod:`jobs.messages`, with its queue and limits) and
+its row in :data:`jobs.pipeline.FUNCTIONS`; this module declares every row the same way.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from jobs import logctx, pipeline
-from jobs.broker import QUEUES
-from jobs.messages import ACTOR_OPTIONS, ActorName, Envelope, MessageInvalid
+from jobs.messages import ACTOR_OPTIONS, Envelope, MessageInvalid
 
 if TYPE_CHECKING:
     import dramatiq
@@ -35,47 +34,20 @@ def _run(function: pipeline.DomainFunction, payload: Mapping[str, Any], deps_fac
     function(deps_factory(), job, message_id=logctx.current_message_id())
 
 
+def _body(function: pipeline.DomainFunction, deps_factory: DepsFactory) -> Callable[[dict[str, Any]], None]:
+    def body(payload: dict[str, Any]) -> None:
+        _run(function, payload, deps_factory)
+
+    return body
+
+
 def declare_actors(broker: dramatiq.Broker, deps_factory: DepsFactory) -> dict[str, dramatiq.Actor[Any, Any]]:
     """Declare the actors on ``broker``; ``deps_factory`` is called once per message."""
     import dramatiq
     from dramatiq.middleware import TimeLimitExceeded
 
-    def refresh_index(payload: dict[str, Any]) -> None:
-        _run(pipeline.refresh_index, payload, deps_factory)
-
-    def drop_index(payload: dict[str, Any]) -> None:
-        _run(pipeline.drop_index_job, payload, deps_factory)
-
-    def repair_ci_failure(payload: dict[str, Any]) -> None:
-        _run(pipeline.repair_ci_failure, payload, deps_factory)
-
-    def repair_issue(payload: dict[str, Any]) -> None:
-        _run(pipeline.repair_issue, payload, deps_factory)
-
-    def handle_command(payload: dict[str, Any]) -> None:
-        _run(pipeline.handle_command, payload, deps_factory)
-
-    def publish_result(payload: dict[str, Any]) -> None:
-        _run(pipeline.publish_result, payload, deps_factory)
-
-    def record_pr_outcome(payload: dict[str, Any]) -> None:
-        _run(pipeline.record_pr_outcome, payload, deps_factory)
-
-    def watch_checks(payload: dict[str, Any]) -> None:
-        _run(pipeline.watch_checks, payload, deps_factory)
-
-    bodies: dict[ActorName, Callable[[dict[str, Any]], None]] = {
-        "refresh_index": refresh_index,
-        "drop_index": drop_index,
-        "repair_ci_failure": repair_ci_failure,
-        "repair_issue": repair_issue,
-        "handle_command": handle_command,
-        "publish_result": publish_result,
-        "record_pr_outcome": record_pr_outcome,
-        "watch_checks": watch_checks,
-    }
     actors: dict[str, dramatiq.Actor[Any, Any]] = {}
-    for name, body in bodies.items():
+    for name, function in pipeline.FUNCTIONS.items():
         options = ACTOR_OPTIONS[name]
         limits: dict[str, Any] = {
             "max_retries": options.max_retries,
@@ -89,6 +61,6 @@ def declare_actors(broker: dramatiq.Broker, deps_factory: DepsFactory) -> dict[s
         if not options.retry_on_time_limit:
             throws = (TimeLimitExceeded, *throws)
         limits["throws"] = throws
-        declare = dramatiq.actor(actor_name=name, queue_name=QUEUES[name], broker=broker, **limits)
-        actors[name] = declare(body)
+        declare = dramatiq.actor(actor_name=name, queue_name=options.queue, broker=broker, **limits)
+        actors[name] = declare(_body(function, deps_factory))
     return actors

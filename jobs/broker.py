@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from jobs.logctx import CONTEXT_OPTION, DroppedJob, JobContextMiddleware, context_of
-from jobs.messages import ActorName, JobRequest
+from jobs.messages import ACTOR_OPTIONS, ActorName, JobRequest
 from runners.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -34,18 +34,8 @@ if TYPE_CHECKING:
 
     import dramatiq
 
-QUEUES: Mapping[ActorName, str] = {
-    "repair_ci_failure": "arcs-repair",
-    "repair_issue": "arcs-repair",
-    "handle_command": "arcs-repair",
-    "refresh_index": "arcs-index",
-    "drop_index": "arcs-index",
-    "publish_result": "arcs-github",
-    "record_pr_outcome": "arcs-github",
-    "watch_checks": "arcs-github",
-}
-"""Queue of each actor: long repairs, index refreshes and quick GitHub writes do not wait on
-each other (a worker can also be started for some queues only)."""
+QUEUES: Mapping[ActorName, str] = {name: options.queue for name, options in ACTOR_OPTIONS.items()}
+"""Queue of each actor (declared on its message class: :attr:`jobs.messages.Message.OPTIONS`)."""
 
 REDIS_CONNECT_TIMEOUT_S = 5.0
 AMQP_CONNECT_TIMEOUT_S = 5.0

@@ -77,8 +77,12 @@ _HOUR_MS = 60 * _MINUTE_MS
 
 @dataclass(frozen=True, slots=True)
 class ActorOptions:
-    """Retry, time and age limits of one actor (milliseconds, as dramatiq counts)."""
+    """The queue and the retry, time and age limits of one actor (milliseconds, as dramatiq counts):
+    declared once, on the actor's message class (:attr:`Message.OPTIONS`)."""
 
+    queue: str
+    """Long repairs, index refreshes and quick GitHub writes do not wait on each other (a worker can
+    also be started for some queues only)."""
     max_retries: int
     time_limit: int
     max_age: int
@@ -86,27 +90,6 @@ class ActorOptions:
     max_backoff: int = 15 * _MINUTE_MS
     retry_on_time_limit: bool = False
     """Whether hitting the time limit is worth another try (never for a repair)."""
-
-
-ACTOR_OPTIONS: Mapping[ActorName, ActorOptions] = {
-    "refresh_index": ActorOptions(max_retries=3, time_limit=30 * _MINUTE_MS, max_age=6 * _HOUR_MS),
-    # Dropping is idempotent and cheap; a late drop still frees the space.
-    "drop_index": ActorOptions(max_retries=3, time_limit=10 * _MINUTE_MS, max_age=7 * 24 * _HOUR_MS),
-    "repair_ci_failure": ActorOptions(max_retries=2, time_limit=60 * _MINUTE_MS, max_age=24 * _HOUR_MS),
-    "repair_issue": ActorOptions(max_retries=2, time_limit=60 * _MINUTE_MS, max_age=24 * _HOUR_MS),
-    "handle_command": ActorOptions(max_retries=2, time_limit=60 * _MINUTE_MS, max_age=24 * _HOUR_MS),
-    "publish_result": ActorOptions(
-        max_retries=6, time_limit=10 * _MINUTE_MS, max_age=72 * _HOUR_MS, retry_on_time_limit=True
-    ),
-    "record_pr_outcome": ActorOptions(
-        max_retries=6, time_limit=2 * _MINUTE_MS, max_age=7 * 24 * _HOUR_MS, retry_on_time_limit=True
-    ),
-    # Editing one comment line: cheap, and stale once a newer event came (max_age).
-    "watch_checks": ActorOptions(max_retries=4, time_limit=2 * _MINUTE_MS, max_age=24 * _HOUR_MS),
-}
-"""Every actor states its retry, time and age limits: repairs are long and expensive, so they are
-retried rarely and never after hitting their time limit; GitHub writes are short and retried more
-(GitHub has bad minutes); a repair request older than a day is stale and dropped with an event."""
 
 
 # --- values carried by messages --------------------------------------------------------------
@@ -163,6 +146,7 @@ class Message:
 
     __slots__ = ()
     ACTOR: ClassVar[ActorName]
+    OPTIONS: ClassVar[ActorOptions]
     __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
     repo: str | None
@@ -188,6 +172,9 @@ class RefreshIndex(Message):
     """Refresh a repository's code index (a push to the default branch, an installation)."""
 
     ACTOR: ClassVar[ActorName] = "refresh_index"
+    OPTIONS: ClassVar[ActorOptions] = ActorOptions(
+        queue="arcs-index", max_retries=3, time_limit=30 * _MINUTE_MS, max_age=6 * _HOUR_MS
+    )
     repo: str
     installation_id: int | None = None
     delivery_id: str | None = None
@@ -203,6 +190,10 @@ class DropIndex(Message):
     """Drop a repository's index: removed from the installation, or the app was uninstalled."""
 
     ACTOR: ClassVar[ActorName] = "drop_index"
+    # Dropping is idempotent and cheap; a late drop still frees the space.
+    OPTIONS: ClassVar[ActorOptions] = ActorOptions(
+        queue="arcs-index", max_retries=3, time_limit=10 * _MINUTE_MS, max_age=7 * 24 * _HOUR_MS
+    )
     repo: str
     reason: DropReason
     installation_id: int | None = None
@@ -214,6 +205,9 @@ class RepairCiFailure(Message):
     """A failed CI run on a branch of the repository (GitHub Actions or another checks app)."""
 
     ACTOR: ClassVar[ActorName] = "repair_ci_failure"
+    OPTIONS: ClassVar[ActorOptions] = ActorOptions(
+        queue="arcs-repair", max_retries=2, time_limit=60 * _MINUTE_MS, max_age=24 * _HOUR_MS
+    )
     repo: str
     head_sha: str
     installation_id: int | None = None
@@ -236,6 +230,9 @@ class RepairIssue(Message):
     """An issue labelled (the worker decides whether the label asks ARCS)."""
 
     ACTOR: ClassVar[ActorName] = "repair_issue"
+    OPTIONS: ClassVar[ActorOptions] = ActorOptions(
+        queue="arcs-repair", max_retries=2, time_limit=60 * _MINUTE_MS, max_age=24 * _HOUR_MS
+    )
     repo: str
     issue_number: int
     installation_id: int | None = None
@@ -251,6 +248,9 @@ class HandleCommand(Message):
     """A ``/arcs`` comment: the parsed command, or the parse error, or a refusal to run it."""
 
     ACTOR: ClassVar[ActorName] = "handle_command"
+    OPTIONS: ClassVar[ActorOptions] = ActorOptions(
+        queue="arcs-repair", max_retries=2, time_limit=60 * _MINUTE_MS, max_age=24 * _HOUR_MS
+    )
     repo: str
     number: int
     """The issue or pull request commented on."""
@@ -281,6 +281,13 @@ class PublishResult(Message):
     """Push a ``fixed`` attempt's change and open or update its pull request."""
 
     ACTOR: ClassVar[ActorName] = "publish_result"
+    OPTIONS: ClassVar[ActorOptions] = ActorOptions(
+        queue="arcs-github",
+        max_retries=6,
+        time_limit=10 * _MINUTE_MS,
+        max_age=72 * _HOUR_MS,
+        retry_on_time_limit=True,
+    )
     attempt_id: int
     repo: str | None = None
     installation_id: int | None = None
@@ -292,6 +299,13 @@ class RecordPrOutcome(Message):
     """An ARCS pull request was merged or closed."""
 
     ACTOR: ClassVar[ActorName] = "record_pr_outcome"
+    OPTIONS: ClassVar[ActorOptions] = ActorOptions(
+        queue="arcs-github",
+        max_retries=6,
+        time_limit=2 * _MINUTE_MS,
+        max_age=7 * 24 * _HOUR_MS,
+        retry_on_time_limit=True,
+    )
     repo: str
     number: int
     installation_id: int | None = None
@@ -309,6 +323,10 @@ class WatchChecks(Message):
     suite waits for approval, or completed): its status comment says so, in place."""
 
     ACTOR: ClassVar[ActorName] = "watch_checks"
+    # Editing one comment line: cheap, and stale once a newer event came (max_age).
+    OPTIONS: ClassVar[ActorOptions] = ActorOptions(
+        queue="arcs-github", max_retries=4, time_limit=2 * _MINUTE_MS, max_age=24 * _HOUR_MS
+    )
     repo: str
     head_sha: str
     head_branch: str
@@ -341,6 +359,11 @@ MESSAGES: Mapping[ActorName, type[Message]] = {
     )
 }
 """The message class of each actor."""
+
+ACTOR_OPTIONS: Mapping[ActorName, ActorOptions] = {name: cls.OPTIONS for name, cls in MESSAGES.items()}
+"""Every actor states its queue, retry, time and age limits: repairs are long and expensive, so they are
+retried rarely and never after hitting their time limit; GitHub writes are short and retried more
+(GitHub has bad minutes); a repair request older than a day is stale and dropped with an event."""
 
 
 # --- the pre-typed shape (v1 dicts), for one release ----------------------------------------

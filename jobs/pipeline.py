@@ -24,7 +24,7 @@ from jobs.branches import BRANCH_PREFIX, branch_name
 from jobs.checks_watch import watch_checks
 from jobs.commands import handle_command
 from jobs.index_jobs import drop_index_job, refresh_index
-from jobs.messages import JobRequest
+from jobs.messages import ActorName, JobRequest
 from jobs.publish import publish_result, record_pr_outcome
 from jobs.report_summary import attempt_summary as repair_summary
 from jobs.run import CHECK_NAME, Deps, ci_title
@@ -59,7 +59,7 @@ repair_issue = run_issue
 
 DomainFunction = Callable[..., str]
 
-FUNCTIONS: Mapping[str, DomainFunction] = {
+FUNCTIONS: Mapping[ActorName, DomainFunction] = {
     "refresh_index": refresh_index,
     "drop_index": drop_index_job,
     "repair_ci_failure": repair_ci_failure,

@@ -106,6 +106,15 @@ def test_every_actor_states_its_limits_and_queue(settings: Settings) -> None:
         assert timed_out_retried == (name in {"publish_result", "record_pr_outcome"})
         # A message that does not decode is never retried.
         assert MessageInvalid in throws
+    # Each message class declares its queue: long repairs, index work and GitHub writes apart.
+    by_queue: dict[str, set[str]] = {}
+    for name, queue in QUEUES.items():
+        by_queue.setdefault(queue, set()).add(name)
+    assert by_queue == {
+        "arcs-repair": {"repair_ci_failure", "repair_issue", "handle_command"},
+        "arcs-index": {"refresh_index", "drop_index"},
+        "arcs-github": {"publish_result", "record_pr_outcome", "watch_checks"},
+    }
     # Declaring binds to the given broker only; dramatiq's global broker is left alone.
     assert dramatiq.broker.global_broker is not broker
 
