@@ -1,6 +1,6 @@
 """Split a source file into syntactically complete chunks (functions, methods, classes…).
 
-Code in a language with a grammar (:data:`indexing.languages.CODE_LANGUAGES`) is parsed once with
+Code in a language with a grammar (:func:`indexing.languages.code_languages`) is parsed once with
 tree-sitter. Definitions are found by walking only the top level and class-like bodies (cheap), and the
 per-chunk symbol metadata (``defines``/``uses``) comes from one query per file (``queries/<lang>.scm``)
 whose captures are bucketed by line, so the cost is linear in the file size.
@@ -35,7 +35,7 @@ from pathlib import Path, PurePosixPath
 import tree_sitter
 from tree_sitter import Node
 
-from indexing.languages import CODE_LANGUAGES, grammar, language_for_path, parser_for
+from indexing.languages import code_languages, grammar, language_for_path, parser_for
 from indexing.model import Chunk, ChunkKind, FileChunks
 
 __all__ = [
@@ -1289,7 +1289,7 @@ def chunk_file(path: str, source: str, *, language: str | None = None) -> FileCh
     if not any(line.strip() for line in lines):
         return FileChunks(path=path, language=lang, chunks=(), line_count=len(lines))
     try:
-        if lang in CODE_LANGUAGES:
+        if lang in code_languages():
             return _CodeChunker(path, lang, source, lines).run()
         if lang in ("markdown", "rst"):
             headings = _markdown_headings(lines) if lang == "markdown" else _rst_headings(lines)

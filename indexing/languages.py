@@ -25,8 +25,6 @@ if TYPE_CHECKING:
     import tree_sitter
 
 __all__ = [
-    "CODE_LANGUAGES",
-    "DOC_LANGUAGES",
     "Kind",
     "Language",
     "Purpose",
@@ -48,13 +46,6 @@ Purpose = Literal["syntax", "symbols"]
 symbol tables, which skip the ``exclusions.symbols`` of the table: declaration files)."""
 
 _DATA = Path(__file__).with_name("languages.json")
-
-if TYPE_CHECKING:
-    # Read lazily through the module's __getattr__ (nothing is read at import time).
-    CODE_LANGUAGES: frozenset[str]
-    """Languages chunked along their syntax tree (each has a grammar wheel)."""
-    DOC_LANGUAGES: frozenset[str]
-    """Languages chunked by section heading."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,15 +131,6 @@ def code_languages() -> frozenset[str]:
 def doc_languages() -> frozenset[str]:
     """Languages chunked by section heading."""
     return frozenset(n for n, lang in _table().languages.items() if lang.kind == "doc")
-
-
-def __getattr__(name: str) -> frozenset[str]:
-    # The former constants, now read from languages.json on first use.
-    if name == "CODE_LANGUAGES":
-        return code_languages()
-    if name == "DOC_LANGUAGES":
-        return doc_languages()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def family(language: str) -> str:

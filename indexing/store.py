@@ -114,12 +114,8 @@ class StoredHit:
     vector: Vector | None = None
 
 
-def _under(value: str, roots: Iterable[str]) -> bool:
-    return any(value == r or value.startswith(r + "/") for r in roots)
-
-
 def _paths_under(sorted_paths: Sequence[str], known: Collection[str], roots: Iterable[str]) -> list[str]:
-    """The paths of ``sorted_paths`` that :func:`_under` accepts, by bisection (no scan)."""
+    """The paths of ``sorted_paths`` equal to or below one of ``roots``, by bisection (no scan)."""
     out: list[str] = []
     for r in roots:
         if r in known:

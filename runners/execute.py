@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
@@ -379,9 +379,3 @@ def node_hang_run(run: TestRun, hang: NodeHang) -> TestRun:
     return replace(
         run, errors=tuple(errors), results=tuple(results), killed_by="timeout", hang_s=hang.limit_s
     )
-
-
-@contextlib.contextmanager
-def in_place(src: Path) -> Iterator[Path]:
-    """A :data:`WorkspaceFactory` that uses ``src`` itself (for callers that already hold a private copy)."""
-    yield src

@@ -21,13 +21,6 @@ class Budget:
             if getattr(self, f.name) < 0:
                 raise ValueError(f"budget {f.name} must be >= 0")
 
-    def exhausted_by(self, spend: Spend) -> str | None:
-        """The first dimension ``spend`` has reached, or None while budget remains."""
-        for f in fields(self):
-            if getattr(spend, f.name) >= getattr(self, f.name):
-                return f.name
-        return None
-
     def would_exceed(self, spend: Spend, extra: Spend) -> str | None:
         """The first dimension that ``spend + extra`` would push past its bound."""
         total = spend + extra

@@ -7,7 +7,7 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from jobs.repair.bisect import Outcome, Probe
+from jobs.repair.bisect import Outcome
 from jobs.repair.edits import AppliedEdits, FileChange
 from jobs.repair.tier0.autofix import MISSING_COMMAND, CommandRun
 
@@ -68,10 +68,6 @@ class FakeBisectProbe:
         self.calls.append(sha)
         answers = self.outcomes[sha]
         return answers[min(seen, len(answers) - 1)]
-
-    def as_probe(self) -> Probe:
-        """Itself, typed as the port."""
-        return self
 
 
 __all__ = ["FakeBisectProbe", "FakeCommandBench", "Tool"]

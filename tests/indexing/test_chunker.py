@@ -9,7 +9,7 @@ import pytest
 
 from indexing import chunker
 from indexing.chunker import chunk_file, module_qualified_name
-from indexing.languages import CODE_LANGUAGES
+from indexing.languages import code_languages
 from indexing.model import Chunk, FileChunks
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "chunking"
@@ -520,7 +520,7 @@ def test_error_inside_a_class_keeps_its_clean_methods() -> None:
     assert not any(c.kind == "class" for c in fc.chunks)
 
 
-@pytest.mark.parametrize("language", sorted(CODE_LANGUAGES))
+@pytest.mark.parametrize("language", sorted(code_languages()))
 def test_garbage_never_raises(language: str) -> None:
     rng = random.Random(language)
     alphabet = "{}()[];:,.=<>/\\\"'`#@!?*&|\n\t abcdefXYZ0123456789\u00e9\u4e2d\ud800"

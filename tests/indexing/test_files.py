@@ -15,7 +15,7 @@ from indexing.files import (
     is_test_path,
     read_text,
 )
-from indexing.languages import CODE_LANGUAGES, language_for_path
+from indexing.languages import code_languages, language_for_path
 from tests.conftest import MakeRepo, git, write_tree
 
 # ------------------------------------------------------------------------------------------ languages
@@ -71,7 +71,7 @@ def test_language_for_path(path: str, language: str | None) -> None:
 
 
 def test_code_languages() -> None:
-    assert sorted(CODE_LANGUAGES) == ["go", "java", "javascript", "python", "rust", "tsx", "typescript"]
+    assert sorted(code_languages()) == ["go", "java", "javascript", "python", "rust", "tsx", "typescript"]
 
 
 # ---------------------------------------------------------------------------------------- discovery

@@ -13,10 +13,9 @@ import tree_sitter
 
 import indexing.files
 from indexing.languages import (
-    CODE_LANGUAGES,
-    DOC_LANGUAGES,
     code_language,
     code_languages,
+    doc_languages,
     family,
     family_members,
     grammar,
@@ -41,9 +40,9 @@ SNIPPETS = {
 
 def test_the_table() -> None:
     table = languages()
-    assert code_languages() == CODE_LANGUAGES == {n for n, lang in table.items() if lang.kind == "code"}
-    assert {"markdown", "rst"} == DOC_LANGUAGES
-    assert set(SNIPPETS) == CODE_LANGUAGES
+    assert code_languages() == {n for n, lang in table.items() if lang.kind == "code"}
+    assert {"markdown", "rst"} == doc_languages()
+    assert set(SNIPPETS) == code_languages()
     for lang in table.values():
         assert lang.suffixes, lang.name
         assert all(s.startswith(".") and s == s.lower() for s in lang.suffixes), lang.name
@@ -54,7 +53,7 @@ def test_nothing_is_read_or_loaded_at_import() -> None:
     probe = (
         "import sys, indexing.languages as L\n"
         "print(L._table.cache_info().currsize, 'tree_sitter' in sys.modules)\n"
-        "print(len(L.CODE_LANGUAGES), L._table.cache_info().currsize)\n"
+        "print(len(L.code_languages()), L._table.cache_info().currsize)\n"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.split("\n")[:2] == ["0 False", "7 1"]

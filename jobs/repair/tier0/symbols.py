@@ -900,11 +900,6 @@ def _import_infos(node: ts.Node, pf: ParsedFile) -> list[ImportInfo]:
     return out
 
 
-def _imports(pf: ParsedFile) -> list[ImportInfo]:
-    """Every import of a file, in source order."""
-    return [imp for node in walk(pf.root) if node.type in _IMPORT_TYPES for imp in _import_infos(node, pf)]
-
-
 def _is_require(declarator: ts.Node, pf: ParsedFile) -> bool:
     value = declarator.child_by_field_name("value")
     if value is None or value.type != "call_expression":
