@@ -377,6 +377,7 @@ def run_ci(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> str
         run_id=msg.run_id,
         issue_number=prs[0] if prs else None,
         red_build_at=_red_build_at(deps, job, msg),
+        requested_by=msg.actor,
         **signature,
     )
 

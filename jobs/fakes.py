@@ -156,6 +156,20 @@ class FakeGitHubGateway(_Recorder):
             self.branches[branch] = (base_sha, dict(files))
         return hashlib.sha1(repr((base_sha, sorted(files.items(), key=str))).encode()).hexdigest()
 
+    def commit_on_top(
+        self, repo: str, branch: str, parent_sha: str, files: Mapping[str, str | None], message: str
+    ) -> str | None:
+        """Record it; the commit's sha as :meth:`push_branch` derives it."""
+        self._record(
+            "commit_on_top",
+            repo=repo,
+            branch=branch,
+            parent_sha=parent_sha,
+            files=dict(files),
+            message=message,
+        )
+        return hashlib.sha1(repr((parent_sha, sorted(files.items(), key=str))).encode()).hexdigest()
+
     def open_or_update_pr(self, repo: str, head: str, base: str, title: str, body: str) -> PullRequestRef:
         """Open a PR for ``head`` once; later calls update it."""
         self._record("open_or_update_pr", repo=repo, head=head, base=base, title=title, body=body)

@@ -229,6 +229,9 @@ class RepairCiFailure(Message):
     red_build_at: dt.datetime | None = None
     """When CI went red (``None``: when the webhook arrived, as the worker finds it)."""
     ci: CiRef = field(default_factory=CiRef)
+    actor: str | None = None
+    """The person whose run failed (``workflow_run.triggering_actor``, else ``actor``; ``None``: a
+    bot's run or a checks app's suite): the repair counts against their daily cap."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

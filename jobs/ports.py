@@ -168,6 +168,13 @@ class GitHubGateway(Protocol):
         deletes a path); return the commit sha. Idempotent: the same inputs give the same tree."""
         ...
 
+    def commit_on_top(
+        self, repo: str, branch: str, parent_sha: str, files: Mapping[str, str | None], message: str
+    ) -> str | None:
+        """Add one commit writing ``files`` on top of ``branch`` (a pull request's own branch) while
+        it still points at ``parent_sha``; the commit's sha, or None when it moved or refused it."""
+        ...
+
     def open_or_update_pr(self, repo: str, head: str, base: str, title: str, body: str) -> PullRequestRef:
         """Open a pull request from ``head`` into ``base``, or update the open one for ``head``."""
         ...
@@ -287,7 +294,8 @@ class AttemptView(Protocol):
     def failure_signature(self) -> str | None: ...
     @property
     def requested_by(self) -> str | None:
-        """Who asked for the repair (a command's author, an issue label's sender; None for CI)."""
+        """Who asked for the repair (a command's author, an issue label's sender, a workflow run's
+        triggering actor; None for a bot or a checks app)."""
         ...
 
     @property

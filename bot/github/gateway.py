@@ -35,6 +35,7 @@ from bot.github.logs import concatenate, download_failed_job_logs
 from bot.github.publish import (
     add_reaction,
     bot_user_id,
+    commit_on_top,
     create_check_run,
     ensure_branch_pushed,
     open_or_update_pr,
@@ -341,6 +342,22 @@ class AppGitHubGateway:
             client,
             branch=branch,
             base_sha=base_sha,
+            files=files,
+            message=message,
+            identity=self.identity(repo),
+            attempt=self.attempt or branch,
+            workdir=self.workdir,
+        )
+
+    def commit_on_top(
+        self, repo: str, branch: str, parent_sha: str, files: Mapping[str, str | None], message: str
+    ) -> str | None:
+        """One bot commit on ``parent_sha`` pushed on top of a pull request's ``branch`` while it is
+        still there (``auto_apply``); its sha, or None when the branch moved or refused it."""
+        return commit_on_top(
+            self.client(repo, "publish"),
+            branch=branch,
+            parent_sha=parent_sha,
             files=files,
             message=message,
             identity=self.identity(repo),

@@ -298,6 +298,17 @@ DROPPED_V1_KEYS = {
 """Keys the old handlers sent and no worker read: not in the messages (the rest is kept)."""
 
 
+ADDED_SINCE_RECORDING = {"repair_ci_failure": {"actor"}}
+"""Fields today's handlers fill that the recording predates (compared as their default, None)."""
+
+
+def _as_recorded(job: Envelope) -> dict[str, Any]:
+    data = job.to_json()
+    for name in ADDED_SINCE_RECORDING.get(job.actor, set()):
+        data["body"][name] = None
+    return data
+
+
 def recorded() -> list[dict[str, Any]]:
     entries: list[dict[str, Any]] = json.loads(RECORDED.read_text(encoding="utf-8"))["jobs"]
     return entries
@@ -338,7 +349,7 @@ def test_an_old_job_decodes_to_what_todays_handler_sends_for_the_same_webhook(
         event_of(stem), action if isinstance(action, str) else None, data, ctx(settings, stem, **patches)
     )
     old = Envelope.from_json(entry["job"])
-    assert old in decision.jobs
+    assert old.to_json() in [_as_recorded(job) for job in decision.jobs]
 
 
 def test_a_deferred_old_job_resumes_its_attempt() -> None:
