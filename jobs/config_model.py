@@ -309,6 +309,12 @@ class ArcsConfig(_Section):
     )
     path: SkipJsonSchema[str | None] = Field(default=None, exclude=True)
     """The file this came from (None: no file, all defaults); not a key of the file."""
+    defaults_file: SkipJsonSchema[str | None] = Field(default=None, exclude=True)
+    """The organisation defaults ``extends`` read (``acme/.github:.github/arcs.yml``; None: none
+    followed); not a key of the file."""
+    inherited: SkipJsonSchema[tuple[str, ...]] = Field(default=(), exclude=True)
+    """The keys taken from :attr:`defaults_file` (``tier``, ``budget.usd``: dotted in a section),
+    the ones this file does not set; not a key of the file."""
 
     @property
     def setup_allow(self) -> tuple[str, ...]:
