@@ -64,6 +64,9 @@ def declare_actors(broker: dramatiq.Broker, deps_factory: DepsFactory) -> dict[s
     def watch_checks(payload: dict[str, Any]) -> None:
         _run(pipeline.watch_checks, payload, deps_factory)
 
+    def refresh_dashboard(payload: dict[str, Any]) -> None:
+        _run(pipeline.refresh_dashboard, payload, deps_factory)
+
     bodies: dict[ActorName, Callable[[dict[str, Any]], None]] = {
         "refresh_index": refresh_index,
         "drop_index": drop_index,
@@ -73,6 +76,7 @@ def declare_actors(broker: dramatiq.Broker, deps_factory: DepsFactory) -> dict[s
         "publish_result": publish_result,
         "record_pr_outcome": record_pr_outcome,
         "watch_checks": watch_checks,
+        "refresh_dashboard": refresh_dashboard,
     }
     actors: dict[str, dramatiq.Actor[Any, Any]] = {}
     for name, body in bodies.items():

@@ -113,6 +113,7 @@ def read_config(run: AttemptRun, ref: str | None, *, head_sha: str | None = None
     """
     try:
         config = load_config(run.gh, run.repo, ref)
+        run.dashboard = config.dashboard_issue  # the refresh job reads the default branch's again
         applied = org_defaults_notice(config)
         if applied is not None:
             # What the organisation's defaults set here, for the dashboard's repository page.

@@ -43,6 +43,7 @@ QUEUES: Mapping[ActorName, str] = {
     "publish_result": "arcs-github",
     "record_pr_outcome": "arcs-github",
     "watch_checks": "arcs-github",
+    "refresh_dashboard": "arcs-github",
 }
 """Queue of each actor: long repairs, index refreshes and quick GitHub writes do not wait on
 each other (a worker can also be started for some queues only)."""

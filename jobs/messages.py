@@ -46,6 +46,7 @@ ActorName = Literal[
     "record_pr_outcome",
     "publish_result",
     "watch_checks",
+    "refresh_dashboard",
 ]
 
 CONTEXT_KEYS = ("delivery_id", "event", "installation_id", "repo", "attempt_id")
@@ -103,6 +104,8 @@ ACTOR_OPTIONS: Mapping[ActorName, ActorOptions] = {
     ),
     # Editing one comment line: cheap, and stale once a newer event came (max_age).
     "watch_checks": ActorOptions(max_retries=4, time_limit=2 * _MINUTE_MS, max_age=24 * _HOUR_MS),
+    # Re-rendering one issue from the store: cheap; a later refresh covers a dropped one.
+    "refresh_dashboard": ActorOptions(max_retries=3, time_limit=2 * _MINUTE_MS, max_age=6 * _HOUR_MS),
 }
 """Every actor states its retry, time and age limits: repairs are long and expensive, so they are
 retried rarely and never after hitting their time limit; GitHub writes are short and retried more
@@ -307,6 +310,19 @@ class RecordPrOutcome(Message):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RefreshDashboard(Message):
+    """An attempt of the repository finished or published: re-render its dashboard issue
+    (``.arcs.yml`` ``dashboard_issue``), unless a render since ``requested_at`` covers it."""
+
+    ACTOR: ClassVar[ActorName] = "refresh_dashboard"
+    repo: str
+    installation_id: int | None = None
+    delivery_id: str | None = None
+    requested_at: dt.datetime | None = None
+    """When the change to show happened (``None``: always render)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WatchChecks(Message):
     """The checks on the head of an ARCS pull request changed state (a workflow run or a check
     suite waits for approval, or completed): its status comment says so, in place."""
@@ -341,6 +357,7 @@ MESSAGES: Mapping[ActorName, type[Message]] = {
         PublishResult,
         RecordPrOutcome,
         WatchChecks,
+        RefreshDashboard,
     )
 }
 """The message class of each actor."""

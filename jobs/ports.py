@@ -76,6 +76,16 @@ class PullRequestInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class DashboardIssue:
+    """The repository's dashboard issue (``dashboard_issue``), as GitHub has it."""
+
+    number: int
+    url: str
+    state: str = "open"
+    body: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class BranchHead:
     """A branch and the commit it points at."""
 
@@ -173,6 +183,14 @@ class GitHubGateway(Protocol):
     ) -> str | None:
         """Add one commit writing ``files`` on top of ``branch`` (a pull request's own branch) while
         it still points at ``parent_sha``; the commit's sha, or None when it moved or refused it."""
+        ...
+
+    def find_dashboard_issue(self, repo: str) -> DashboardIssue | None:
+        """The issue the bot opened as the repository's dashboard (open or closed), or None."""
+        ...
+
+    def write_dashboard_issue(self, repo: str, number: int | None, title: str, body: str) -> DashboardIssue:
+        """Edit the dashboard issue ``number`` in place (its state untouched), or open it."""
         ...
 
     def open_or_update_pr(self, repo: str, head: str, base: str, title: str, body: str) -> PullRequestRef:

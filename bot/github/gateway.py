@@ -31,6 +31,7 @@ from bot.github import GitHubError
 from bot.github.auth import COMMENT_PERMISSIONS, PUBLISH_PERMISSIONS, READ_PERMISSIONS, Permissions
 from bot.github.client import GitHubApp, InstallationClient, github_errors
 from bot.github.git import BotIdentity, clone_at_sha, fetch_history
+from bot.github.issues import find_dashboard_issue, write_dashboard_issue
 from bot.github.logs import concatenate, download_failed_job_logs
 from bot.github.publish import (
     add_reaction,
@@ -50,6 +51,7 @@ from jobs.config import ArcsConfig, ArcsConfigError, RepoConfig, parse_repo_conf
 from jobs.config import load as load_arcs_config
 from jobs.ports import (
     BranchHead,
+    DashboardIssue,
     HeadChecks,
     IssueInfo,
     PullRequestInfo,
@@ -364,6 +366,14 @@ class AppGitHubGateway:
             attempt=self.attempt or branch,
             workdir=self.workdir,
         )
+
+    def find_dashboard_issue(self, repo: str) -> DashboardIssue | None:
+        """The bot's dashboard issue of ``repo`` (:mod:`bot.github.issues`), or None."""
+        return find_dashboard_issue(self.client(repo, "comment"), bot_login=self.bot_login)
+
+    def write_dashboard_issue(self, repo: str, number: int | None, title: str, body: str) -> DashboardIssue:
+        """Edit the dashboard issue in place, or open it (:mod:`bot.github.issues`)."""
+        return write_dashboard_issue(self.client(repo, "comment"), number=number, title=title, body=body)
 
     def open_or_update_pr(self, repo: str, head: str, base: str, title: str, body: str) -> PullRequestRef:
         """Open (draft unless ``.arcs.yml`` says ``draft: false``) or update the PR for ``head``."""

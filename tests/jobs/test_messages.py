@@ -27,6 +27,7 @@ from jobs.messages import (
     MessageInvalid,
     PublishResult,
     RecordPrOutcome,
+    RefreshDashboard,
     RefreshIndex,
     RepairCiFailure,
     RepairIssue,
@@ -106,6 +107,9 @@ FULL: dict[ActorName, Message] = {
         name="CI",
         html_url="https://github.com/o/r/actions/runs/9",
         conclusion="action_required",
+    ),
+    "refresh_dashboard": RefreshDashboard(
+        repo="o/r", installation_id=7, delivery_id="d-1", requested_at=WHEN
     ),
 }
 """One message per actor, every field set (no defaults)."""
@@ -316,7 +320,8 @@ def recorded() -> list[dict[str, Any]]:
 
 def test_the_recording_covers_every_old_producer() -> None:
     actors = {entry["job"]["actor"] for entry in recorded()}
-    assert actors == set(MESSAGES) - {"drop_index", "watch_checks"}  # both came after typed messages
+    # these came after typed messages
+    assert actors == set(MESSAGES) - {"drop_index", "watch_checks", "refresh_dashboard"}
     assert any("deferred_attempt" in entry["job"]["args"] for entry in recorded())
 
 
