@@ -291,6 +291,8 @@ class PublishResult(Message):
     repo: str | None = None
     installation_id: int | None = None
     delivery_id: str | None = None
+    dashboard: bool = False
+    """The repair's ``.arcs.yml`` asks for the dashboard issue: refresh it once published."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -32,6 +32,7 @@ from jobs.auto_apply import for_pull_request, try_auto_apply
 from jobs.branches import branch_name
 from jobs.checks_watch import schedule_probe
 from jobs.config import ArcsConfig
+from jobs.dashboard_schedule import schedule_dashboard
 from jobs.logctx import set_outcome
 from jobs.messages import JobRequest, PublishResult, RecordPrOutcome
 from jobs.policy import merge
@@ -49,7 +50,8 @@ PUBLISH_STALE_AFTER = dt.timedelta(minutes=15)
 
 def publish_result(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> str:
     """Push the fix of a ``fixed`` attempt to its branch and open (or update) its pull request."""
-    attempt_id = job.expect(PublishResult).attempt_id
+    msg = job.expect(PublishResult)
+    attempt_id = msg.attempt_id
     bind_contextvars(attempt_id=str(attempt_id))
     store = deps.store
     attempt = store.get_attempt(attempt_id)
@@ -71,7 +73,18 @@ def publish_result(deps: Deps, job: JobRequest, *, message_id: str | None = None
         return "duplicate"
     with closing(deps.github(attempt.installation_id)) as gh:
         run = AttemptRun(deps, gh, attempt, job)
-        return _publish(run) if reverting is None else _publish_revert(run, reverting)
+        try:
+            return _publish(run) if reverting is None else _publish_revert(run, reverting)
+        finally:  # the dashboard issue lists the new pull request (when .arcs.yml wants one)
+            if msg.dashboard:
+                schedule_dashboard(
+                    deps.enqueue,
+                    deps.enqueue_later,
+                    deps.clock(),
+                    job.context,
+                    repo=attempt.repo,
+                    installation_id=attempt.installation_id,
+                )
 
 
 def _push_and_open(

@@ -99,8 +99,9 @@ class DashboardData:
 
 
 def dashboard_marker(at: dt.datetime) -> str:
-    """The hidden marker, recording when the body was rendered (UTC, seconds)."""
-    stamp = at.astimezone(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    """The hidden marker, recording when the body was rendered (UTC, to the microsecond: the
+    refresh job compares it with the time of the change it was sent for)."""
+    stamp = at.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
     return f"<!-- arcs:dashboard-issue rendered={stamp} -->"
 
 

@@ -543,13 +543,15 @@ def claim(
     return attempt, False
 
 
-def enqueue_publish(deps: Deps, job: Envelope, attempt: AttemptView) -> None:
-    """Queue ``publish_result`` for a recorded fix (its own idempotency key)."""
+def enqueue_publish(deps: Deps, job: Envelope, attempt: AttemptView, *, dashboard: bool = False) -> None:
+    """Queue ``publish_result`` for a recorded fix (its own idempotency key); ``dashboard``: the
+    repository's dashboard issue is refreshed once it is published."""
     message = PublishResult(
         attempt_id=attempt.id,
         repo=attempt.repo,
         installation_id=attempt.installation_id,
         delivery_id=attempt.delivery_id,
+        dashboard=dashboard,
     )
     deps.enqueue(
         Envelope.of(

@@ -54,9 +54,10 @@ def test_an_attempt_schedules_a_refresh_that_opens_the_one_dashboard(world: Worl
     configure(world, ON)
     kept = later(world)
     fix(world)
-    ((job, delay),) = [(j, d) for j, d in kept if j.actor == "refresh_dashboard"]
+    # One when the attempt ended, one when its pull request was published.
+    (ended, delay), (published, _) = [(j, d) for j, d in kept if j.actor == "refresh_dashboard"]
     assert delay == dt.timedelta(seconds=60)
-    assert refresh(world, job) == "opened"
+    assert refresh(world, published) == "opened"
     (issue,) = dashboards(world)
     assert issue["user"]["login"] == world.double.bot_login and issue["state"] == "open"
     body = issue["body"]
@@ -66,9 +67,10 @@ def test_an_attempt_schedules_a_refresh_that_opens_the_one_dashboard(world: Worl
     assert f"- `{REPO}`: $0.05 spent or reserved in" in body  # the fake repair's spend
     assert "/orgs/acme/repos/widgets" in body  # the web dashboard's page
 
-    # The same change again (a burst): the issue was rendered after it, nothing is written.
+    # The earlier change (a burst): the issue was rendered after it, nothing is written.
     writes = len(world.writes())
-    assert refresh(world, job) == "current"
+    assert refresh(world, ended) == "current"
+    assert refresh(world, published) == "current"
     assert len(world.writes()) == writes
 
 

@@ -391,7 +391,13 @@ def test_pre_typed_args_still_build_an_envelope_that_a_worker_decodes() -> None:
     }
     decoded = Envelope.from_json(wire)
     assert decoded.message == job.message == PublishResult(attempt_id=4, repo="o/r")
-    assert decoded.args == {"attempt_id": 4, "repo": "o/r", "installation_id": None, "delivery_id": None}
+    assert decoded.args == {
+        "attempt_id": 4,
+        "repo": "o/r",
+        "installation_id": None,
+        "delivery_id": None,
+        "dashboard": False,
+    }
 
 
 def test_a_pre_typed_envelope_built_in_process_types_to_what_a_worker_decodes() -> None:

@@ -28,8 +28,9 @@ def data(**changes: Any) -> DashboardData:
 
 
 def test_the_marker_records_when_it_was_rendered() -> None:
-    assert dashboard_marker(NOW) == "<!-- arcs:dashboard-issue rendered=2026-11-28T15:04:05Z -->"
-    assert rendered_at(f"text\n{dashboard_marker(NOW)}") == NOW.replace(microsecond=0)
+    assert dashboard_marker(NOW) == "<!-- arcs:dashboard-issue rendered=2026-11-28T15:04:05.000123Z -->"
+    assert rendered_at(f"text\n{dashboard_marker(NOW)}") == NOW
+    assert rendered_at(dashboard_marker(NOW.replace(microsecond=0))) == NOW.replace(microsecond=0)
     assert rendered_at("<!-- arcs:dashboard-issue -->") is None  # a dashboard, no time
     assert DASHBOARD_MARKER_RE.search("<!-- arcs:dashboard-issue -->")
     assert rendered_at("no marker") is None and rendered_at(None) is None
@@ -80,7 +81,7 @@ def test_repository_text_cannot_ping_forge_the_marker_or_break_the_table() -> No
     _, body = render_dashboard(
         data(flaky=(FlakyTest(evil, (1,), NOW),), pulls=(OpenPr(3, 1, "@team <!-- x -->"),))
     )
-    assert body.count("<!--") == 1 and rendered_at(body) == NOW.replace(microsecond=0)
+    assert body.count("<!--") == 1 and rendered_at(body) == NOW
     assert "@maintainers" not in body and "@team" not in body
     assert "a\\|b'c" in body
 
