@@ -73,6 +73,13 @@ def test_an_attempt_schedules_a_refresh_that_opens_the_one_dashboard(world: Worl
     assert refresh(world, published) == "current"
     assert len(world.writes()) == writes
 
+    # The pull request is merged: the next refresh edits the same issue, which no longer lists it.
+    assert attempt.pr_number is not None
+    world.store.set_pr_state(REPO, attempt.pr_number, "merged")
+    assert refresh(world) == "updated"
+    (edited,) = dashboards(world)
+    assert edited["number"] == issue["number"] and "No ARCS pull request is open." in edited["body"]
+
 
 def test_later_attempts_edit_the_same_issue_even_closed_or_rewritten(world: World) -> None:
     configure(world, ON)
