@@ -179,8 +179,9 @@ class Settings(BaseModel):
     """USD the repairs one person triggers may commit (spent plus reserved) in any 24 hours, across
     the repositories of one installation; 0 = no cap. A repair whose reservation would go past
     what is left is refused (said on its check run or status comment). Counted against whoever
-    asked (``/arcs`` commands, buttons, issue labels); repairs of CI runs and requests by bot
-    accounts count against nobody (the human behind them is not known)."""
+    asked (``/arcs`` commands, buttons, issue labels) and, for a failed workflow run, its
+    triggering actor (who pushed or re-ran it); runs a bot started, other checks apps' suites and
+    requests by bot accounts count against nobody (the human behind them is not known)."""
 
     # --- the test runner ---------------------------------------------------------------------------
     runner: Literal["bubblewrap", "docker"] = "bubblewrap"

@@ -13,10 +13,11 @@ pull-request limits, checked right before anything is cloned or repaired.
   run/status comment says it waits), refused with that reason when no slot freed before the
   request expires;
 * ``ARCS_USER_DAILY_USD`` (a deployment setting): the USD the repairs one person asked for
-  (``requested_by``: a command's author, a button's clicker, an issue label's sender) may commit in
-  the last 24 hours across the owner's repositories; a repair whose reservation would pass what is
-  left is ``refused`` with the numbers and when spend frees up. CI repairs (no person is known
-  behind a red build, even one a bot started) and requests by bot accounts count against nobody;
+  (``requested_by``: a command's author, a button's clicker, an issue label's sender, a failed
+  workflow run's triggering actor) may commit in the last 24 hours across the owner's
+  repositories; a repair whose reservation would pass what is left is ``refused`` with the
+  numbers and when spend frees up. Runs a bot started, other checks apps' suites (no person is
+  known behind them) and requests by bot accounts count against nobody;
 * ``max_prs_per_day`` (of the policy and of ``.arcs.yml``: the stricter wins; ARCS pull requests
   opened in the repository in the last 24 hours) and ``max_open_prs`` (ARCS pull requests still
   open), both counted from the store: ``refused``, a ``refusal`` event and a message naming the
@@ -222,7 +223,7 @@ def admit(
 
 def triggering_user(login: str | None) -> str | None:
     """The person a repair counts against for ``ARCS_USER_DAILY_USD``: ``login``, or None for a
-    bot account (``…[bot]``: the human behind it is not known) or no login (CI)."""
+    bot account (``…[bot]``: the human behind it is not known) or no login (a checks app's CI)."""
     login = (login or "").strip()
     if not login or login.lower().endswith("[bot]"):
         return None

@@ -87,6 +87,23 @@ def load_config(gh: GitHubGateway, repo: str, ref: str | None) -> ArcsConfig:
     return from_repo_config(gh.load_repo_config(repo, sha))
 
 
+def org_defaults_notice(config: ArcsConfig) -> tuple[str, dict[str, Any]] | None:
+    """The ``notice`` event (message, data) saying which organisation defaults ``config`` applied
+    (the dashboard's repository page shows the last one); None without ``extends`` followed."""
+    if config.defaults_file is None:
+        return None
+    keys = ", ".join(config.inherited) or "none (this repository sets every key they set)"
+    return (
+        f"organisation defaults from {config.defaults_file}: {keys}",
+        {
+            "policy": "org_defaults",
+            "extends": config.extends,
+            "file": config.defaults_file,
+            "inherited": list(config.inherited),
+        },
+    )
+
+
 def read_config(run: AttemptRun, ref: str | None, *, head_sha: str | None = None) -> ArcsConfig | str:
     """The repository's config, or the attempt's final status when the file is malformed.
 
@@ -95,7 +112,13 @@ def read_config(run: AttemptRun, ref: str | None, *, head_sha: str | None = None
     and a ``refusal`` event.
     """
     try:
-        return load_config(run.gh, run.repo, ref)
+        config = load_config(run.gh, run.repo, ref)
+        run.dashboard = config.dashboard_issue  # the refresh job reads the default branch's again
+        applied = org_defaults_notice(config)
+        if applied is not None:
+            # What the organisation's defaults set here, for the dashboard's repository page.
+            run.event("notice", applied[0], **applied[1])
+        return config
     except ConfigError as exc:
         message = getattr(exc, "message", str(exc))
         key = getattr(exc, "key", None)
@@ -377,6 +400,7 @@ def run_ci(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> str
         run_id=msg.run_id,
         issue_number=prs[0] if prs else None,
         red_build_at=_red_build_at(deps, job, msg),
+        requested_by=msg.actor,
         **signature,
     )
 

@@ -192,7 +192,7 @@ def apply_partial(run: AttemptRun, number: int, attempt_id: int | None, author: 
                 f"@{author}, the partial fix of attempt #{target.id} does not apply any more ({exc}).",
             )
     store.update_attempt(target.id, files=files)
-    enqueue_publish(run.deps, run.job, store.get_attempt(target.id) or target)
+    enqueue_publish(run.deps, run.job, store.get_attempt(target.id) or target, dashboard=run.dashboard)
     return run.finish(
         "skipped",
         f"apply: publishing the partial fix of attempt #{target.id}",

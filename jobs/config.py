@@ -88,6 +88,7 @@ __all__ = [
     "SetupNetwork",
     "Triggers",
     "from_repo_config",
+    "inherited_keys",
     "load",
     "load_local",
     "load_repo_config",
@@ -249,8 +250,32 @@ def load(read: Reader, *, org: Callable[[str], Reader] | None = None) -> ArcsCon
     defaults = parse(base[1], path=base_name)
     if defaults.extends is not None:
         raise ArcsConfigError(f"{base_name}: extends: organisation defaults extend nothing", key="extends")
-    merged = merge(_yaml_mapping(base[1], base_name), _yaml_mapping(text, name))
-    return _validate(ArcsConfig, merged, name, path=name)
+    org_map, own_map = _yaml_mapping(base[1], base_name), _yaml_mapping(text, name)
+    return _validate(
+        ArcsConfig,
+        merge(org_map, own_map),
+        name,
+        path=name,
+        defaults_file=base_name,
+        inherited=inherited_keys(org_map, own_map),
+    )
+
+
+def inherited_keys(defaults: Mapping[str, Any], own: Mapping[str, Any]) -> tuple[str, ...]:
+    """The keys :func:`merge` takes from ``defaults`` (dotted inside a section: ``budget.usd``),
+    in the defaults' order: what the repository's own file leaves unset (or sets to ``null``)."""
+    out: list[str] = []
+    for key, value in defaults.items():
+        if value is None or key == "extends":
+            continue
+        mine = own.get(key)
+        if isinstance(value, dict) and (mine is None or isinstance(mine, dict)):
+            out.extend(
+                f"{key}.{sub}" for sub, v in value.items() if v is not None and (mine or {}).get(sub) is None
+            )
+        elif mine is None:
+            out.append(key)
+    return tuple(out)
 
 
 def merge(defaults: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, Any]:

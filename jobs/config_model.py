@@ -44,11 +44,13 @@ from runners.config import RepoConfig
 
 __all__ = [
     "DEFAULT_DENIED",
+    "FIX_KINDS",
     "ON_NO_FIX",
     "ORG_DEFAULTS",
     "RUNNER_KEYS",
     "ArcsConfig",
     "BudgetConfig",
+    "FixKind",
     "OnNoFix",
     "PathsConfig",
     "SetupNetwork",
@@ -61,6 +63,10 @@ DEFAULT_DENIED: tuple[str, ...] = (".github/workflows/",)
 """Workflow files: changing them needs the ``workflows`` permission ARCS does not ask for."""
 OnNoFix = Literal["report", "revert"]
 ON_NO_FIX: tuple[OnNoFix, ...] = ("report", "revert")
+FixKind = Literal["format", "lint", "template", "revert", "llm"]
+FIX_KINDS: tuple[FixKind, ...] = ("format", "lint", "template", "revert", "llm")
+"""What made a fix (:mod:`jobs.fix_kind`): a formatter's or a linter's own fix mode, a tier-0
+template, a revert of the lines that broke, a model's patch."""
 ORG_DEFAULTS = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/\.github$"
 """``extends:``: an organisation's (or user's) ``.github`` repository, nothing else."""
 RUNNER_KEYS = ("test", "setup", "timeout_s", "memory_mb", "setup_network")
@@ -150,6 +156,18 @@ Tier = Annotated[
     WithJsonSchema({"enum": [0, *TIER_REQUESTS]}),
 ]
 Choice = Annotated[OnNoFix, BeforeValidator(_choice_text)]
+FixKinds = Annotated[
+    tuple[Annotated[FixKind, BeforeValidator(_choice_text)], ...],
+    BeforeValidator(_listify),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"enum": list(FIX_KINDS)},
+                {"type": "array", "items": {"enum": list(FIX_KINDS)}, "uniqueItems": True},
+            ]
+        }
+    ),
+]
 
 
 class _Section(BaseModel):
@@ -278,8 +296,25 @@ class ArcsConfig(_Section):
         description="Organisation defaults: `<org>/.github`, the organisation's `.github` repository; "
         "its `.github/arcs.yml` (or `.arcs.yml`) is read through the App and this file's keys win.",
     )
+    auto_apply: FixKinds = Field(
+        default=(),
+        description="Fix kinds committed straight to the pull request's branch (format, lint, template, "
+        "revert, llm) when the repair is for a pull request of this repository and the person it "
+        "counts for may write; the others are published as a pull request, as by default.",
+    )
+    dashboard_issue: StrictBool = Field(
+        default=False,
+        description='Keep one "ARCS dashboard" issue in the repository, edited in place after each '
+        "attempt: open attempts and pull requests, paused items, flaky tests, this month's spend.",
+    )
     path: SkipJsonSchema[str | None] = Field(default=None, exclude=True)
     """The file this came from (None: no file, all defaults); not a key of the file."""
+    defaults_file: SkipJsonSchema[str | None] = Field(default=None, exclude=True)
+    """The organisation defaults ``extends`` read (``acme/.github:.github/arcs.yml``; None: none
+    followed); not a key of the file."""
+    inherited: SkipJsonSchema[tuple[str, ...]] = Field(default=(), exclude=True)
+    """The keys taken from :attr:`defaults_file` (``tier``, ``budget.usd``: dotted in a section),
+    the ones this file does not set; not a key of the file."""
 
     @property
     def setup_allow(self) -> tuple[str, ...]:
@@ -334,7 +369,11 @@ def unknown_message(
     return f"unknown key `{prefix}{key}`{more}{hint}", f"{prefix}{key}"
 
 
-_CHOICES: dict[str, Sequence[str]] = {"tier": TIER_REQUESTS, "on_no_fix": ON_NO_FIX}
+_CHOICES: dict[str, Sequence[str]] = {
+    "tier": TIER_REQUESTS,
+    "on_no_fix": ON_NO_FIX,
+    "auto_apply": FIX_KINDS,
+}
 _MAPPING = {"model_type", "dict_type", "model_attributes_type", "not_a_mapping"}
 
 
@@ -415,6 +454,8 @@ _ORDER = (
     "open_pr_on_partial",
     "on_no_fix",
     "extends",
+    "auto_apply",
+    "dashboard_issue",
 )
 
 

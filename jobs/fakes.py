@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from jobs.plan import PlanDefaults, RepairPlan
 from jobs.ports import (
     BranchHead,
+    DashboardIssue,
     HeadChecks,
     IssueInfo,
     PullRequestInfo,
@@ -84,6 +85,8 @@ class FakeGitHubGateway(_Recorder):
         self.opened: dict[str, PullRequestRef] = {}
         """head branch -> the PR opened for it."""
         self.comments: dict[int, tuple[int, str]] = {}
+        self.dashboard: DashboardIssue | None = None
+        """The dashboard issue the fake holds (set it to start with one)."""
         """comment id -> (issue/PR number, body)."""
         self.check_runs: dict[int, dict[str, Any]] = {}
         self.head_checks: dict[str, HeadChecks] = {}
@@ -155,6 +158,33 @@ class FakeGitHubGateway(_Recorder):
         with self._lock:
             self.branches[branch] = (base_sha, dict(files))
         return hashlib.sha1(repr((base_sha, sorted(files.items(), key=str))).encode()).hexdigest()
+
+    def commit_on_top(
+        self, repo: str, branch: str, parent_sha: str, files: Mapping[str, str | None], message: str
+    ) -> str | None:
+        """Record it; the commit's sha as :meth:`push_branch` derives it."""
+        self._record(
+            "commit_on_top",
+            repo=repo,
+            branch=branch,
+            parent_sha=parent_sha,
+            files=dict(files),
+            message=message,
+        )
+        return hashlib.sha1(repr((parent_sha, sorted(files.items(), key=str))).encode()).hexdigest()
+
+    def find_dashboard_issue(self, repo: str) -> DashboardIssue | None:
+        """The dashboard issue held, if any."""
+        self._record("find_dashboard_issue", repo=repo)
+        return self.dashboard
+
+    def write_dashboard_issue(self, repo: str, number: int | None, title: str, body: str) -> DashboardIssue:
+        """Hold the new text (a new issue when ``number`` is None)."""
+        self._record("write_dashboard_issue", repo=repo, number=number, title=title, body=body)
+        state = self.dashboard.state if self.dashboard is not None else "open"
+        num = number if number is not None else self._new_id()
+        self.dashboard = DashboardIssue(num, f"https://github.test/{repo}/issues/{num}", state, body)
+        return self.dashboard
 
     def open_or_update_pr(self, repo: str, head: str, base: str, title: str, body: str) -> PullRequestRef:
         """Open a PR for ``head`` once; later calls update it."""

@@ -46,6 +46,7 @@ ActorName = Literal[
     "record_pr_outcome",
     "publish_result",
     "watch_checks",
+    "refresh_dashboard",
 ]
 
 CONTEXT_KEYS = ("delivery_id", "event", "installation_id", "repo", "attempt_id")
@@ -223,6 +224,9 @@ class RepairCiFailure(Message):
     red_build_at: dt.datetime | None = None
     """When CI went red (``None``: when the webhook arrived, as the worker finds it)."""
     ci: CiRef = field(default_factory=CiRef)
+    actor: str | None = None
+    """The person whose run failed (``workflow_run.triggering_actor``, else ``actor``; ``None``: a
+    bot's run or a checks app's suite): the repair counts against their daily cap."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -292,6 +296,8 @@ class PublishResult(Message):
     repo: str | None = None
     installation_id: int | None = None
     delivery_id: str | None = None
+    dashboard: bool = False
+    """The repair's ``.arcs.yml`` asks for the dashboard issue: refresh it once published."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -315,6 +321,23 @@ class RecordPrOutcome(Message):
     head_sha: str | None = None
     closed_at: dt.datetime | None = None
     merged_at: dt.datetime | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RefreshDashboard(Message):
+    """An attempt of the repository finished or published: re-render its dashboard issue
+    (``.arcs.yml`` ``dashboard_issue``), unless a render since ``requested_at`` covers it."""
+
+    ACTOR: ClassVar[ActorName] = "refresh_dashboard"
+    # Re-rendering one issue from the store: cheap; a later refresh covers a dropped one.
+    OPTIONS: ClassVar[ActorOptions] = ActorOptions(
+        queue="arcs-github", max_retries=3, time_limit=2 * _MINUTE_MS, max_age=6 * _HOUR_MS
+    )
+    repo: str
+    installation_id: int | None = None
+    delivery_id: str | None = None
+    requested_at: dt.datetime | None = None
+    """When the change to show happened (``None``: always render)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -356,6 +379,7 @@ MESSAGES: Mapping[ActorName, type[Message]] = {
         PublishResult,
         RecordPrOutcome,
         WatchChecks,
+        RefreshDashboard,
     )
 }
 """The message class of each actor."""

@@ -101,7 +101,7 @@ def _partial(run: AttemptRun, report: RepairReport, common: Mapping[str, Any], s
             comment=False,
             annotations=render_checks.check_annotations(attempt_summary(run.attempt, report=report)),
         )
-        enqueue_publish(run.deps, run.job, run.attempt)
+        enqueue_publish(run.deps, run.job, run.attempt, dashboard=run.dashboard)
         set_outcome("partial")
         log.info("attempt.finish", status="partial", verdict=report.verdict)
         return "partial"
@@ -155,7 +155,7 @@ def record_outcome(run: AttemptRun, report: RepairReport) -> str:
             # Once per attempt, here: publishing may be retried, and GitHub appends annotations.
             annotations=render_checks.check_annotations(attempt_summary(run.attempt, report=report)),
         )
-        enqueue_publish(run.deps, run.job, run.attempt)
+        enqueue_publish(run.deps, run.job, run.attempt, dashboard=run.dashboard)
         set_outcome("fixed")
         log.info("attempt.finish", status="fixed", verdict=report.verdict)
         return "fixed"
@@ -186,5 +186,5 @@ def record_outcome(run: AttemptRun, report: RepairReport) -> str:
     if report.revert is not None and report.revert.files:
         # `on_no_fix: revert` (#14): the engine verified a revert of the culprit; publishing
         # re-checks every rule (default branch, limits, .arcs.yml) before opening its PR.
-        enqueue_publish(run.deps, run.job, run.attempt)
+        enqueue_publish(run.deps, run.job, run.attempt, dashboard=run.dashboard)
     return finished

@@ -7,6 +7,7 @@ the CLI and tests). The jobs live in one module per concern; this module names t
 - :mod:`jobs.admission`: the owner's policy, monthly USD caps and pull-request limits;
 - :mod:`jobs.commands`: ``handle_command`` (``/arcs`` comments);
 - :mod:`jobs.publish`: ``publish_result`` and ``record_pr_outcome``;
+- :mod:`jobs.dashboard_issue`: ``refresh_dashboard`` (the repository's dashboard issue, in place);
 - :mod:`jobs.checks_watch`: ``watch_checks`` (the checks on ARCS's pushed head, in its status comment);
 - :mod:`jobs.index_jobs`: ``refresh_index`` and ``drop_index``.
 
@@ -23,6 +24,7 @@ from jobs.attempt import MAX_BRANCH_RETRIES, run_ci, run_issue
 from jobs.branches import BRANCH_PREFIX, branch_name
 from jobs.checks_watch import watch_checks
 from jobs.commands import handle_command
+from jobs.dashboard_issue import refresh_dashboard
 from jobs.index_jobs import drop_index_job, refresh_index
 from jobs.messages import ActorName, JobRequest
 from jobs.publish import publish_result, record_pr_outcome
@@ -46,6 +48,7 @@ __all__ = [
     "pr_limit_reached",
     "publish_result",
     "record_pr_outcome",
+    "refresh_dashboard",
     "refresh_index",
     "repair_ci_failure",
     "repair_issue",
@@ -68,6 +71,7 @@ FUNCTIONS: Mapping[ActorName, DomainFunction] = {
     "record_pr_outcome": record_pr_outcome,
     "publish_result": publish_result,
     "watch_checks": watch_checks,
+    "refresh_dashboard": refresh_dashboard,
 }
 """The application function of each actor."""
 

@@ -76,6 +76,16 @@ class PullRequestInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class DashboardIssue:
+    """The repository's dashboard issue (``dashboard_issue``), as GitHub has it."""
+
+    number: int
+    url: str
+    state: str = "open"
+    body: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class BranchHead:
     """A branch and the commit it points at."""
 
@@ -166,6 +176,21 @@ class GitHubGateway(Protocol):
     ) -> str:
         """Point ``branch`` at one commit on top of ``base_sha`` that writes ``files`` (``None``
         deletes a path); return the commit sha. Idempotent: the same inputs give the same tree."""
+        ...
+
+    def commit_on_top(
+        self, repo: str, branch: str, parent_sha: str, files: Mapping[str, str | None], message: str
+    ) -> str | None:
+        """Add one commit writing ``files`` on top of ``branch`` (a pull request's own branch) while
+        it still points at ``parent_sha``; the commit's sha, or None when it moved or refused it."""
+        ...
+
+    def find_dashboard_issue(self, repo: str) -> DashboardIssue | None:
+        """The issue the bot opened as the repository's dashboard (open or closed), or None."""
+        ...
+
+    def write_dashboard_issue(self, repo: str, number: int | None, title: str, body: str) -> DashboardIssue:
+        """Edit the dashboard issue ``number`` in place (its state untouched), or open it."""
         ...
 
     def open_or_update_pr(self, repo: str, head: str, base: str, title: str, body: str) -> PullRequestRef:
@@ -287,7 +312,8 @@ class AttemptView(Protocol):
     def failure_signature(self) -> str | None: ...
     @property
     def requested_by(self) -> str | None:
-        """Who asked for the repair (a command's author, an issue label's sender; None for CI)."""
+        """Who asked for the repair (a command's author, an issue label's sender, a workflow run's
+        triggering actor; None for a bot or a checks app)."""
         ...
 
     @property

@@ -28,9 +28,11 @@ from structlog.contextvars import bind_contextvars
 from jobs import render, revert_pr
 from jobs.admission import count_arcs_prs, pr_limit_reached, updates_open_pr
 from jobs.attempt import load_config
+from jobs.auto_apply import for_pull_request, try_auto_apply
 from jobs.branches import branch_name
 from jobs.checks_watch import schedule_probe
 from jobs.config import ArcsConfig
+from jobs.dashboard_schedule import schedule_dashboard
 from jobs.logctx import set_outcome
 from jobs.messages import JobRequest, PublishResult, RecordPrOutcome
 from jobs.policy import merge
@@ -48,7 +50,8 @@ PUBLISH_STALE_AFTER = dt.timedelta(minutes=15)
 
 def publish_result(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> str:
     """Push the fix of a ``fixed`` attempt to its branch and open (or update) its pull request."""
-    attempt_id = job.expect(PublishResult).attempt_id
+    msg = job.expect(PublishResult)
+    attempt_id = msg.attempt_id
     bind_contextvars(attempt_id=str(attempt_id))
     store = deps.store
     attempt = store.get_attempt(attempt_id)
@@ -70,7 +73,18 @@ def publish_result(deps: Deps, job: JobRequest, *, message_id: str | None = None
         return "duplicate"
     with closing(deps.github(attempt.installation_id)) as gh:
         run = AttemptRun(deps, gh, attempt, job)
-        return _publish(run) if reverting is None else _publish_revert(run, reverting)
+        try:
+            return _publish(run) if reverting is None else _publish_revert(run, reverting)
+        finally:  # the dashboard issue lists the new pull request (when .arcs.yml wants one)
+            if msg.dashboard:
+                schedule_dashboard(
+                    deps.enqueue,
+                    deps.enqueue_later,
+                    deps.clock(),
+                    job.context,
+                    repo=attempt.repo,
+                    installation_id=attempt.installation_id,
+                )
 
 
 def _push_and_open(
@@ -112,7 +126,25 @@ def _pending_revert(attempt: AttemptView | None) -> RepairReport | None:
     return report if report.revert is not None and report.revert.files else None
 
 
+def _auto_apply(run: AttemptRun) -> str | None:
+    """``auto_apply`` (:mod:`jobs.auto_apply`), asked only for a fix of a pull request's branch;
+    ``.arcs.yml`` is the default branch's (a malformed one applies nothing)."""
+    if not for_pull_request(run.attempt):
+        return None
+    try:
+        config = load_config(run.gh, run.repo, None)
+    except ConfigError:
+        return None
+    except Exception as exc:  # the default publishing does not need it
+        run.event("error", f"auto_apply: could not read .arcs.yml: {type(exc).__name__}: {exc}")
+        return None
+    return try_auto_apply(run, config)
+
+
 def _publish(run: AttemptRun) -> str:
+    applied = _auto_apply(run)
+    if applied is not None:
+        return applied
     attempt = run.attempt
     summary = attempt_summary(attempt)
     branch = attempt.branch or branch_name("attempt", str(attempt.id))

@@ -30,6 +30,7 @@ import structlog
 from structlog.contextvars import bind_contextvars
 
 from jobs import render, render_checks
+from jobs.dashboard_schedule import schedule_dashboard
 from jobs.logctx import set_outcome
 from jobs.messages import Envelope, MessageInvalid, PublishResult, RepairCiFailure
 from jobs.policy import EffectivePolicy
@@ -134,6 +135,8 @@ class AttemptRun:
         self.granted_usd: float | None = None
         self.repairing = False
         """The repair service was called (its spend, if it fails, is unknown)."""
+        self.dashboard = False
+        """``.arcs.yml`` as read by this attempt asks for the dashboard issue (``dashboard_issue``)."""
         self.review_thread: int | None = None
         """A command given in a pull request review thread: what :meth:`tell` says goes there as
         a reply (edited in place within this job), not in the status comment."""
@@ -469,10 +472,21 @@ def run_attempt(
     run = open_run(deps, attempt, job, gh=gh)
     if run is None:
         return "error"
-    with closing(run.gh), run.guard():
-        run.start()
-        return work(run)
-    return str(run.attempt.status)
+    try:
+        with closing(run.gh), run.guard():
+            run.start()
+            return work(run)
+        return str(run.attempt.status)
+    finally:  # the repository's dashboard issue shows how it ended (when .arcs.yml wants one)
+        if run.dashboard:
+            schedule_dashboard(
+                deps.enqueue,
+                deps.enqueue_later,
+                deps.clock(),
+                job.context,
+                repo=attempt.repo,
+                installation_id=attempt.installation_id,
+            )
 
 
 def ci_title(message: RepairCiFailure) -> str | None:
@@ -529,13 +543,15 @@ def claim(
     return attempt, False
 
 
-def enqueue_publish(deps: Deps, job: Envelope, attempt: AttemptView) -> None:
-    """Queue ``publish_result`` for a recorded fix (its own idempotency key)."""
+def enqueue_publish(deps: Deps, job: Envelope, attempt: AttemptView, *, dashboard: bool = False) -> None:
+    """Queue ``publish_result`` for a recorded fix (its own idempotency key); ``dashboard``: the
+    repository's dashboard issue is refreshed once it is published."""
     message = PublishResult(
         attempt_id=attempt.id,
         repo=attempt.repo,
         installation_id=attempt.installation_id,
         delivery_id=attempt.delivery_id,
+        dashboard=dashboard,
     )
     deps.enqueue(
         Envelope.of(

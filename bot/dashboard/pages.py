@@ -322,6 +322,7 @@ class _Pages:
             "stats": queries.stats(self.store, {full}, since=since),
             "rates_chart": Markup(charts.rates_chart(week_rows)),
             "page": page,
+            "org_defaults": queries.org_defaults(self.store, full),
         }
         return self.render(request, "repo.html", viewer, context)
 

@@ -49,7 +49,14 @@ from bot.dashboard.queries_aggregates import (
     weekly,
     window_start,
 )
-from bot.dashboard.queries_detail import attempt_detail, policies, problems, read_trace, repo_attempts
+from bot.dashboard.queries_detail import (
+    attempt_detail,
+    org_defaults,
+    policies,
+    problems,
+    read_trace,
+    repo_attempts,
+)
 from bot.dashboard.queries_results import (
     FINISHED_STATUSES,
     ISSUE_CLASS,
@@ -72,6 +79,7 @@ from bot.dashboard.queries_rows import (
     AttemptPage,
     AttemptRow,
     EventRow,
+    OrgDefaultsRow,
     PolicyRow,
     Problem,
     PullRequestRow,
@@ -92,6 +100,7 @@ __all__ = [
     "AttemptRow",
     "ClassOutcomes",
     "EventRow",
+    "OrgDefaultsRow",
     "OrgOverview",
     "OwnerSummary",
     "PolicyRow",
@@ -103,6 +112,7 @@ __all__ = [
     "attempt_detail",
     "failure_classes",
     "monday",
+    "org_defaults",
     "org_overview",
     "owner_name",
     "owners_with_data",

@@ -26,6 +26,7 @@ from bot.dashboard.queries_rows import (
     AttemptRow,
     EventRow,
     JoinedRunRow,
+    OrgDefaultsRow,
     PolicyRow,
     Problem,
     PullRequestRow,
@@ -264,6 +265,37 @@ def policies(store: Store, owner: str, repos: Collection[str]) -> tuple[PolicyRo
             if p.repo == "" or p.repo.lower() in visible
         ]
     return tuple(sorted(out, key=lambda p: (p.repo != "", p.repo.lower())))
+
+
+# --- organisation defaults -----------------------------------------------------------------------
+
+ORG_DEFAULTS_SCAN = 200
+"""Notices of a repository looked at (newest first) for the last ``org_defaults`` one."""
+
+
+def org_defaults(store: Store, repo: str) -> OrgDefaultsRow | None:
+    """The organisation defaults the repository's ``.arcs.yml`` applied when an attempt last read
+    it with ``extends`` (the worker's ``org_defaults`` notice); None when none was recorded."""
+    stmt = (
+        select(Event)
+        .where(func.lower(Event.repo) == repo.lower(), Event.kind == "notice")
+        .order_by(Event.id.desc())
+        .limit(ORG_DEFAULTS_SCAN)
+    )
+    with _session(store) as session:
+        for event in session.scalars(stmt):
+            data = event.data if isinstance(event.data, Mapping) else {}
+            if data.get("policy") != "org_defaults":
+                continue
+            inherited = data.get("inherited")
+            return OrgDefaultsRow(
+                extends=str(data.get("extends") or ""),
+                file=str(data.get("file") or ""),
+                inherited=tuple(str(k) for k in inherited) if isinstance(inherited, list) else (),
+                attempt_id=event.attempt_id,
+                read_at=event.created_at,
+            )
+    return None
 
 
 # --- traces --------------------------------------------------------------------------------------

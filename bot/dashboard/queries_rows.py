@@ -254,6 +254,20 @@ class Problem:
 
 
 @dataclass(frozen=True, slots=True)
+class OrgDefaultsRow:
+    """The organisation defaults (``extends``) the repository's ``.arcs.yml`` applied, as the
+    last attempt that read it recorded them."""
+
+    extends: str
+    file: str
+    """``acme/.github:.github/arcs.yml``."""
+    inherited: tuple[str, ...]
+    """The keys taken from the defaults (dotted in a section), the ones the repository leaves unset."""
+    attempt_id: int | None
+    read_at: dt.datetime
+
+
+@dataclass(frozen=True, slots=True)
 class PolicyRow:
     """A policy row: the owner's (``repo == ''``) or a repository's."""
 

@@ -31,10 +31,12 @@ from bot.github import GitHubError
 from bot.github.auth import COMMENT_PERMISSIONS, PUBLISH_PERMISSIONS, READ_PERMISSIONS, Permissions
 from bot.github.client import GitHubApp, InstallationClient, github_errors
 from bot.github.git import BotIdentity, clone_at_sha, fetch_history
+from bot.github.issues import find_dashboard_issue, write_dashboard_issue
 from bot.github.logs import concatenate, download_failed_job_logs
 from bot.github.publish import (
     add_reaction,
     bot_user_id,
+    commit_on_top,
     create_check_run,
     ensure_branch_pushed,
     open_or_update_pr,
@@ -49,6 +51,7 @@ from jobs.config import ArcsConfig, ArcsConfigError, RepoConfig, parse_repo_conf
 from jobs.config import load as load_arcs_config
 from jobs.ports import (
     BranchHead,
+    DashboardIssue,
     HeadChecks,
     IssueInfo,
     PullRequestInfo,
@@ -347,6 +350,30 @@ class AppGitHubGateway:
             attempt=self.attempt or branch,
             workdir=self.workdir,
         )
+
+    def commit_on_top(
+        self, repo: str, branch: str, parent_sha: str, files: Mapping[str, str | None], message: str
+    ) -> str | None:
+        """One bot commit on ``parent_sha`` pushed on top of a pull request's ``branch`` while it is
+        still there (``auto_apply``); its sha, or None when the branch moved or refused it."""
+        return commit_on_top(
+            self.client(repo, "publish"),
+            branch=branch,
+            parent_sha=parent_sha,
+            files=files,
+            message=message,
+            identity=self.identity(repo),
+            attempt=self.attempt or branch,
+            workdir=self.workdir,
+        )
+
+    def find_dashboard_issue(self, repo: str) -> DashboardIssue | None:
+        """The bot's dashboard issue of ``repo`` (:mod:`bot.github.issues`), or None."""
+        return find_dashboard_issue(self.client(repo, "comment"), bot_login=self.bot_login)
+
+    def write_dashboard_issue(self, repo: str, number: int | None, title: str, body: str) -> DashboardIssue:
+        """Edit the dashboard issue in place, or open it (:mod:`bot.github.issues`)."""
+        return write_dashboard_issue(self.client(repo, "comment"), number=number, title=title, body=body)
 
     def open_or_update_pr(self, repo: str, head: str, base: str, title: str, body: str) -> PullRequestRef:
         """Open (draft unless ``.arcs.yml`` says ``draft: false``) or update the PR for ``head``."""

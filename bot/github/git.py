@@ -11,9 +11,11 @@ User and system git configuration are ignored (``GIT_CONFIG_GLOBAL=/dev/null``,
 ``insteadOf`` rewrite could send the header to another host. The checkout handed to the sandbox
 therefore holds no secret.
 
-Pushes go only to ``arcs/<key>`` branches. An existing branch is overwritten (``--force-with-lease``
+Pushes go to ``arcs/<key>`` branches. An existing branch is overwritten (``--force-with-lease``
 on the exact sha ARCS saw) only when its last commit was authored by the bot; anything else is
-refused with :class:`bot.github.RefusedPush`.
+refused with :class:`bot.github.RefusedPush`. The one exception is :func:`push_on_top`
+(``.arcs.yml`` ``auto_apply``): one commit added on top of a pull request's branch, never a
+rewrite, and only while the branch is still at the commit the fix was made on.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ __all__ = [
     "clone_at_sha",
     "commit_all",
     "push_branch",
+    "push_on_top",
     "remote_branch_sha",
     "run_git",
 ]
@@ -338,3 +341,32 @@ def push_branch(repo: Path, branch: str, *, source: TokenSource, identity: BotId
     )
     log.info("github.git.pushed", branch=branch, sha=head[:12], previous=remote[:12])
     return PushResult(branch=branch, sha=head, updated=True, previous=remote)
+
+
+def push_on_top(repo: Path, branch: str, expected: str, *, source: TokenSource) -> bool:
+    """Push ``HEAD`` of ``repo`` (one commit whose parent is ``expected``) to ``origin``'s
+    ``branch``, a pull request's branch that is not ARCS's: a fast-forward by one commit, leased
+    on ``expected``. False (nothing pushed) when the branch is no longer at ``expected`` (someone
+    pushed meanwhile: their work wins) or the push is rejected (a protected branch)."""
+    what = f"push on top of {branch}"
+    if not SHA_RE.match(expected) or not branch or branch.startswith("-") or ".." in branch:
+        raise GitHubError(f"{what}: not a branch and commit ARCS may push on top of")
+    parent = run_git(["rev-parse", "HEAD^"], cwd=repo, what=what).stdout.strip()
+    if parent != expected:
+        raise GitHubError(f"{what}: the commit is not on top of {expected[:12]}")
+    if remote_branch_sha(repo, branch, source=source) != expected:
+        return False
+    url = run_git(["remote", "get-url", "origin"], cwd=repo, what=what).stdout.strip()
+    ref = f"refs/heads/{branch}"
+    done = run_git(
+        ["push", "-q", "--no-verify", f"--force-with-lease={ref}:{expected}", "origin", f"HEAD:{ref}"],
+        cwd=repo,
+        auth=GitAuth(source, url),
+        what=what,
+        check=False,
+    )
+    if done.returncode != 0:
+        log.warning("github.git.push_on_top_refused", branch=branch, error=done.stderr.strip()[-300:])
+        return False
+    log.info("github.git.pushed_on_top", branch=branch, parent=expected[:12])
+    return True

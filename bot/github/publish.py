@@ -27,6 +27,7 @@ from bot.github.git import (
     clone_at_sha,
     commit_all,
     push_branch,
+    push_on_top,
     remote_branch_sha,
     run_git,
 )
@@ -165,6 +166,32 @@ def ensure_branch_pushed(
             return remote
         result = push_branch(dest, branch, source=client.tokens, identity=identity)
         return result.sha
+
+
+def commit_on_top(
+    client: InstallationClient,
+    *,
+    branch: str,
+    parent_sha: str,
+    files: Mapping[str, str | None],
+    message: str,
+    identity: BotIdentity,
+    attempt: str | None,
+    workdir: Path | None = None,
+) -> str | None:
+    """One bot commit on ``parent_sha`` writing ``files``, pushed on top of ``branch`` (a pull
+    request's own branch) when it still points at ``parent_sha``; the commit's sha, or None when
+    the branch moved or refused the push (see :func:`bot.github.git.push_on_top`)."""
+    if not files:
+        raise GitHubError(f"push on top of {branch}: there is no change to push")
+    repo = repository(client)
+    clone_url = str(repo.get("clone_url") or "")
+    with tempfile.TemporaryDirectory(prefix="arcs-push-", dir=workdir) as tmp:
+        dest = Path(tmp) / "repo"
+        clone_at_sha(clone_url, parent_sha, dest, source=client.tokens)
+        _write_files(dest, files)
+        sha = commit_all(dest, message, identity=identity, attempt=attempt)
+        return sha if push_on_top(dest, branch, parent_sha, source=client.tokens) else None
 
 
 def _same_change(

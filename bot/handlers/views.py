@@ -124,6 +124,10 @@ class WorkflowRun(View):
     workflow_id: int | None = None
     check_suite_id: int | None = None
     pull_requests: list[PullNumber | None] = []
+    actor: User | None = None
+    """Who started the run (the pusher, the pull request's author)."""
+    triggering_actor: User | None = None
+    """Who started this attempt of the run (a re-run's clicker; else the same as ``actor``)."""
 
 
 class WorkflowRunCompleted(View):

@@ -17,6 +17,7 @@ from bot.handlers.checks_watch import watch
 from bot.handlers.views import WorkflowRunCompleted
 from bot.routing import ARCS_BRANCH_PREFIX, Decision, RouteContext, Router, enqueue, ignore
 from jobs.messages import CiRef, Envelope, RepairCiFailure
+from jobs.ports import is_bot_account
 
 router = Router("workflow_run")
 
@@ -63,6 +64,16 @@ def completed(event: WorkflowRunCompleted, ctx: RouteContext) -> Decision:
     return enqueue(*decision.jobs, job)
 
 
+def _person(event: WorkflowRunCompleted) -> str | None:
+    """Who the repair counts against (``ARCS_USER_DAILY_USD``): the run's triggering actor (a
+    re-run's clicker), else its actor; None for a bot's run (nobody known behind it)."""
+    run = event.workflow_run
+    who = run.triggering_actor or run.actor
+    if who is None or is_bot_account(who.login, who.type):
+        return None
+    return who.login
+
+
 def _repair(event: WorkflowRunCompleted, ctx: RouteContext) -> Decision:
     run = event.workflow_run
     if run.conclusion not in REPAIRABLE_CONCLUSIONS:
@@ -90,6 +101,7 @@ def _repair(event: WorkflowRunCompleted, ctx: RouteContext) -> Decision:
         workflow_name=run.name,
         pull_requests=tuple(pr.number for pr in run.pull_requests if pr is not None),
         retry_of=branch if branch.startswith(ARCS_BRANCH_PREFIX) else None,
+        actor=_person(event),
         ci=CiRef(
             run_attempt=run.run_attempt,
             workflow_id=run.workflow_id,

@@ -37,6 +37,7 @@ def test_failure_enqueues_a_ci_repair(settings: Settings) -> None:
         workflow_name=run["name"],
         pull_requests=(),
         retry_of=None,
+        actor=run["triggering_actor"]["login"],
         ci=CiRef(
             run_attempt=run["run_attempt"],
             workflow_id=run["workflow_id"],
@@ -46,6 +47,25 @@ def test_failure_enqueues_a_ci_repair(settings: Settings) -> None:
     )
     assert message.ci.html_url and message.ci.html_url.startswith("https://github.com/")
     assert job.context["delivery_id"] == "delivery-1"
+
+
+def test_the_repair_counts_against_whoever_started_this_run_attempt(settings: Settings) -> None:
+    """``ARCS_USER_DAILY_USD``: a re-run's clicker (``triggering_actor``), else the run's ``actor``;
+    a bot's run counts against nobody."""
+    octocat = {"login": "octocat", "type": "User"}
+    bot = {"login": "dependabot[bot]", "type": "Bot"}
+
+    def actor(**patches: Any) -> str | None:
+        (job,) = decide(settings, **patches).jobs
+        return job.expect(RepairCiFailure).actor
+
+    assert actor() == "Codertocat"
+    assert actor(workflow_run__triggering_actor=octocat) == "octocat"
+    assert actor(workflow_run__triggering_actor=None, workflow_run__actor=octocat) == "octocat"
+    assert actor(workflow_run__triggering_actor=bot) is None
+    assert actor(workflow_run__triggering_actor=None, workflow_run__actor=None) is None
+    renovate = {"login": "renovate", "type": "Bot"}  # a bot without the [bot] suffix
+    assert actor(workflow_run__triggering_actor=renovate) is None
 
 
 @pytest.mark.parametrize(

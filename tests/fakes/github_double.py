@@ -1236,6 +1236,23 @@ class GitHubDouble:
             ),
             (
                 "GET",
+                repo + r"/issues",
+                self._list_issues,
+                "token",
+                (("issues", "read"),),
+                ("state", "creator", "sort", "direction", "per_page", "page"),
+            ),
+            ("POST", repo + r"/issues", self._create_issue, "token", (("issues", "write"),), ()),
+            (
+                "PATCH",
+                repo + r"/issues/(?P<number>\d+)",
+                self._update_issue,
+                "token",
+                (("issues", "write"), ("pull_requests", "write")),
+                (),
+            ),
+            (
+                "GET",
                 repo + r"/issues/(?P<number>\d+)",
                 self._get_issue,
                 "token",
@@ -2225,6 +2242,64 @@ class GitHubDouble:
         return 200, self._pull_json(r, pull)
 
     # --- issues, comments, labels, reactions -----------------------------------------------------
+
+    def _list_issues(self, req: _Request, owner: str, repo: str) -> tuple[int, Json, dict[str, str]]:
+        # GitHub lists pull requests as issues too (with a `pull_request` key), newest first by default.
+        state = req.arg("state") or "open"
+        if state not in ("open", "closed", "all"):
+            raise _Unexpected(422, {"message": f"invalid state {state!r}"})
+        if (req.arg("sort") or "created") not in ("created", "updated", "comments") or (
+            req.arg("direction") or "desc"
+        ) not in ("asc", "desc"):
+            raise _Unexpected(422, {"message": "invalid sort or direction"})
+        creator = req.arg("creator")
+        issues = [
+            i
+            for i in self._repo(owner, repo).issues.values()
+            if (state == "all" or i["state"] == state) and (creator is None or i["user"]["login"] == creator)
+        ]
+        issues.sort(key=lambda i: int(i["number"]), reverse=(req.arg("direction") or "desc") == "desc")
+        page, headers = self._paginate(req, issues)
+        return 200, page, headers
+
+    def _create_issue(self, req: _Request, owner: str, repo: str) -> tuple[int, Json]:
+        body = req.json()
+        _validate(body, allowed={"title": str, "body": str, "labels": list}, required=("title",))
+        if not body["title"].strip() or len(body["title"]) > 256:
+            raise _Unexpected(
+                422, {"message": "Validation Failed", "errors": ["title is missing or too long"]}
+            )
+        if len(body.get("body") or "") > MAX_BODY:
+            raise _Unexpected(422, {"message": "Body is too long (maximum is 65536 characters)"})
+        r = self._repo(owner, repo)
+        number = self._next_number(r)
+        r.issues[number] = {
+            "id": next(self._ids),
+            "number": number,
+            "title": body["title"],
+            "body": body.get("body") or "",
+            "state": "open",
+            "labels": [],
+            "user": self._user_json(self.bot_login),
+            "html_url": f"{self.base_url}/{r.full_name}/issues/{number}",
+        }
+        return 201, r.issues[number]
+
+    def _update_issue(self, req: _Request, owner: str, repo: str, number: str) -> tuple[int, Json]:
+        body = req.json()
+        _validate(body, allowed={"title": str, "body": str, "state": str, "state_reason": str})
+        r = self._repo(owner, repo)
+        issue = r.issues.get(int(number))
+        if issue is None:
+            raise _Reply(404, {"message": "Not Found"})
+        if "state" in body and body["state"] not in ("open", "closed"):
+            raise _Unexpected(422, {"message": "invalid state"})
+        if len(body.get("body") or "") > MAX_BODY or ("title" in body and not body["title"].strip()):
+            raise _Unexpected(422, {"message": "Validation Failed"})
+        for key in ("title", "body", "state"):
+            if key in body:
+                issue[key] = body[key]
+        return 200, issue
 
     def _get_issue(self, req: _Request, owner: str, repo: str, number: str) -> tuple[int, Json]:
         issue = self._repo(owner, repo).issues.get(int(number))

@@ -113,7 +113,7 @@ def test_every_actor_states_its_limits_and_queue(settings: Settings) -> None:
     assert by_queue == {
         "arcs-repair": {"repair_ci_failure", "repair_issue", "handle_command"},
         "arcs-index": {"refresh_index", "drop_index"},
-        "arcs-github": {"publish_result", "record_pr_outcome", "watch_checks"},
+        "arcs-github": {"publish_result", "record_pr_outcome", "watch_checks", "refresh_dashboard"},
     }
     # Declaring binds to the given broker only; dramatiq's global broker is left alone.
     assert dramatiq.broker.global_broker is not broker

@@ -109,10 +109,10 @@ def test_the_stub_enqueuer_routes_jobs_to_their_actor_queue(tmp_path: Path) -> N
     broker: Any = enqueuer.broker
     assert type(broker).__name__ == "StubBroker"
     counts = {queue: broker.queues[queue].qsize() for queue in set(QUEUES.values())}
-    # refresh_index, drop_index; publish_result, record_pr_outcome, watch_checks
-    assert counts == {"arcs-repair": 3, "arcs-index": 2, "arcs-github": 3}
+    # refresh_index, drop_index; publish_result, record_pr_outcome, watch_checks, refresh_dashboard
+    assert counts == {"arcs-repair": 3, "arcs-index": 2, "arcs-github": 4}
     message = dramatiq.Message.decode(broker.queues["arcs-github"].get())
-    assert message.actor_name in {"publish_result", "record_pr_outcome", "watch_checks"}
+    assert message.actor_name in {"publish_result", "record_pr_outcome", "watch_checks", "refresh_dashboard"}
     assert list(message.args) == [job(message.actor_name).as_dict()]
     # Only the log context keys travel in the options.
     assert message.options[CONTEXT_OPTION] == {

@@ -10,11 +10,14 @@ import pytest
 
 from bot.github.gateway import AppGitHubGateway
 from bot.settings import Settings
+from bot.store.store import Store
 from jobs import config as arcs_config
+from jobs import pipeline
 from jobs.attempt import checkout_config
 from jobs.config import ArcsConfigError, merge
+from runners.fake import FakeRunner
 from tests.fakes.github_double import AppKey, FakeClock, GitHubDouble
-from tests.jobs.test_change_signal_e2e import double
+from tests.jobs.test_change_signal_e2e import REPO, _delivery, _tree, double, signed_run
 from tests.jobs.test_config_location_e2e import _red_run
 
 __all__ = ["double"]  # the fixture, imported
@@ -120,3 +123,56 @@ def test_a_command_repair_reads_its_checkout_with_the_org_defaults(tmp_path: Pat
     assert (config.tier, config.test, config.extends) == ("small", "make test", ORG)
     assert checkout_config(tmp_path).tier == "auto"  # no reader: `extends` is not followed
     assert callable(getattr(AppGitHubGateway, "org_reader", None))
+
+
+def test_which_keys_the_org_defaults_set_is_known() -> None:
+    config = _load(
+        "extends: acme/.github\ntier: small\nbudget: {usd: 1.0}\nlabel:\n",
+        {".github/arcs.yml": "tier: large\nbudget: {usd: 3.0, iterations: 4}\nlabel: fix-me\ndraft: false\n"},
+    )
+    assert config.defaults_file == "acme/.github:.github/arcs.yml"
+    assert config.inherited == ("budget.iterations", "label", "draft")  # `label:` (null) keeps the default
+    assert (config.tier, config.budget.usd, config.budget.iterations, config.label) == (
+        "small",
+        1.0,
+        4,
+        "fix-me",
+    )
+    plain = _load("tier: small\n", {".github/arcs.yml": "draft: false\n"})
+    assert plain.defaults_file is None and plain.inherited == ()  # no `extends`: nothing followed
+    assert "inherited" not in arcs_config.ArcsConfig.model_json_schema()["properties"]
+
+
+def test_the_worker_records_which_org_defaults_applied(
+    double: GitHubDouble, settings: Settings, test_app_key: AppKey, fake_clock: FakeClock, tmp_path: Path
+) -> None:
+    """A red run on the double: the attempt's ``org_defaults`` notice names the file and the keys
+    (what the dashboard's repository page shows, tests/bot/dashboard/test_org_defaults_page.py)."""
+    inst = double.add_installation("acme")
+    tree = {name: text for name, text in _tree().items() if name != ".arcs.yml"}
+    own = "extends: acme/.github\ntest: pytest -q\nbranches: ['release/*']\n"
+    double.add_repo(REPO, {**tree, ".arcs.yml": own}, installation=inst)
+    double.add_repo(
+        ORG, {".github/arcs.yml": "tier: small\nbranches: [main]\ndraft: false\n"}, installation=inst
+    )
+    sha = str(double.branch_sha(REPO, "main"))
+    red = double.add_workflow_run(REPO, head_sha=sha, head_branch="main", jobs=[("test", "failure", "boom")])
+    payload = _delivery(double, inst.id, red.id, red.workflow_id, sha)
+    with signed_run(double, settings, test_app_key, fake_clock, tmp_path, payload, FakeRunner()) as (
+        deps,
+        job,
+        _,
+    ):
+        assert pipeline.dispatch(deps, job) == "skipped"  # the repository's own `branches` wins
+        (attempt,) = deps.store.attempts(repo=REPO, limit=5)
+        store = deps.store
+        assert isinstance(store, Store)
+        (notice,) = [e for e in store.events(kind="notice") if (e.data or {}).get("policy") == "org_defaults"]
+    assert notice.attempt_id == attempt.id and notice.repo == REPO
+    assert notice.data == {
+        "policy": "org_defaults",
+        "extends": ORG,
+        "file": "acme/.github:.github/arcs.yml",
+        "inherited": ["tier", "draft"],
+    }
+    assert notice.message == "organisation defaults from acme/.github:.github/arcs.yml: tier, draft"

@@ -70,7 +70,8 @@ def test_path_is_not_a_key_of_the_file() -> None:
         ("zzz: 1\ntimeout_s: 0\n", ".arcs.yml: `timeout_s` must be a finite positive number, got 0", "timeout_s"),
         ("tier: huge\nzzz: 1\n", ".arcs.yml: unknown key `zzz` (known: triggers, label, branches, test, "
          "setup, timeout_s, memory_mb, setup_network, tier, budget, max_prs_per_day, max_open_prs, draft, "
-         "pr_labels, paths, notify_unrepairable, open_pr_on_partial, on_no_fix, extends)", "zzz"),
+         "pr_labels, paths, notify_unrepairable, open_pr_on_partial, on_no_fix, extends, auto_apply, "
+         "dashboard_issue)", "zzz"),
         ("draft: 3\nbudget: {usd: x}\n", ".arcs.yml: budget.usd: expected a number, got 'x'", "budget.usd"),
         ("budget: {usd: x, nope: 1}\n", ".arcs.yml: unknown key `budget.nope` (known: iterations, usd, wall_s)",
          "budget.nope"),
@@ -82,6 +83,10 @@ def test_path_is_not_a_key_of_the_file() -> None:
          "branches"),
         ("budget: {iterations: 0}\n", ".arcs.yml: budget.iterations: expected a number >= 1, got 0",
          "budget.iterations"),
+        ("auto_apply: [format, fmt]\n", ".arcs.yml: auto_apply: expected one of format, lint, template, "
+         "revert, llm, got ['format', 'fmt']", "auto_apply"),
+        ("dashboard_issue: yes please\n", ".arcs.yml: dashboard_issue: expected true or false, got "
+         "'yes please'", "dashboard_issue"),
     ],
 )  # fmt: skip
 def test_one_line_naming_the_first_bad_key(text: str, message: str, key: str) -> None:
@@ -95,3 +100,10 @@ def test_the_lenient_reader_checks_only_the_runner_keys() -> None:
     assert config.test == "make test" and dict(config.extra) == {"tier": "huge", "repair": {"x": 1}}
     with pytest.raises(ArcsConfigError, match=r"`memory_mb` must be a positive integer, got 1\.5"):
         parse_repo_config("memory_mb: 1.5\ntier: huge\n")
+
+
+def test_auto_apply_names_fix_kinds_case_insensitively_and_dashboard_issue_is_opt_in() -> None:
+    assert parse("auto_apply: Format\n").auto_apply == ("format",)
+    assert parse("auto_apply: [format, LINT]\n").auto_apply == ("format", "lint")
+    assert parse("").auto_apply == () and parse("").dashboard_issue is False
+    assert parse("dashboard_issue: true\n").dashboard_issue is True
