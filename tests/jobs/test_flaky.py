@@ -35,7 +35,8 @@ def test_failed_and_passed_at_one_commit_is_flaky_with_the_issue_sentence() -> N
         f"`{T}` failed 5 of 12 runs at a1b2c3d, passed here 5 of 6 in ARCS' sandbox, first seen failing 2026-11-20"
     )
     assert verdict.runs == 12 and verdict.failures == 5
-    assert verdict.flake_rate == round(5 / 12, 4)  # 4 of 6 CI runs and 1 of 6 sandbox runs at the mixed places
+    # 4 of 6 CI runs and 1 of 6 sandbox runs at the mixed places
+    assert verdict.flake_rate == round(5 / 12, 4)
     assert verdict.first_seen == DAY0 and verdict.last_seen == DAY0 + dt.timedelta(hours=13)
 
 
