@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from jobs.repair.bisect import Outcome
-
+Outcome = Literal["pass", "fail", "flaky", "skip"]
+"""One probe's answer, as :data:`jobs.repair.bisect.Outcome` (that module delegates here)."""
 NoisyStatus = Literal["found", "no_culprit", "budget", "inconclusive", "empty"]
 
 

@@ -130,3 +130,29 @@ def test_json_and_sentence() -> None:
     result = noisy_bisect(shas(4), FlakyProbe(2, 0.0, 0), flake_rate=0.0)
     assert result.to_json()["culprit"] == shas(4)[2] and result.to_json()["probability"] == 1.0
     assert result.sentence() == f"culprit {shas(4)[2][:7]} with probability 100% after 2 runs (flake rate 0%)"
+
+
+# --- through jobs.repair.bisect.bisect(flake_rate=…) --------------------------------------------
+
+
+def test_bisect_with_a_flake_rate_is_the_noisy_search_with_its_probability() -> None:
+    right = 0
+    for seed in range(SEEDS):
+        culprit = random.Random(seed).randrange(16)
+        result = bisect(shas(16), FlakyProbe(culprit, 0.2, seed), budget=30, flake_rate=0.2)
+        right += result.culprit == shas(16)[culprit]
+        if result.status == "found":
+            assert result.probability is not None and result.probability >= 0.95
+            assert result.suspects == (result.culprit,) and result.to_json()["probability"] >= 0.95
+    assert right / SEEDS >= 0.95
+    # without a rate (or a zero one) nothing changes: one-run probes, no probability
+    plain = bisect(shas(16), FlakyProbe(5, 0.0, 0), budget=30, flake_rate=0.0)
+    assert plain.probability is None and "probability" not in plain.to_json() and plain.culprit == shas(16)[5]
+
+
+def test_bisect_with_a_flake_rate_maps_budget_confirm_and_single() -> None:
+    short = bisect(shas(32), FlakyProbe(20, 0.2, 3), budget=2, flake_rate=0.2, confidence=0.99)
+    assert short.status == "budget" and short.culprit is None and len(short.suspects) == 1 and short.runs == 2
+    red_was_a_flake = bisect(shas(8), FlakyProbe(99, 0.2, 7), budget=30, flake_rate=0.2, confirm=True)
+    assert red_was_a_flake.status == "flaky" and red_was_a_flake.culprit is None
+    assert bisect(shas(1), FlakyProbe(0, 0.2, 0), flake_rate=0.2).status == "single"
