@@ -28,7 +28,10 @@ from typing import Any, ClassVar, Literal
 Source = Literal["ci", "reproduction", "candidate", "verification"]
 SOURCES: tuple[Source, ...] = ("ci", "reproduction", "candidate", "verification")
 SANDBOX_ENV = "sandbox"
-"""The environment key of ARCS' own runs (CI runs are ``ci:<workflow name>``)."""
+"""The environment key of ARCS' own runs of a commit (CI runs are ``ci:<workflow name>``)."""
+PATCHED_ENV = "sandbox:patched"
+"""ARCS' runs of a candidate's tree (``candidate``, ``verification``): kept, but not the commit's
+outcomes, so the classifier leaves them out (a fix passing where the commit failed is no flake)."""
 MAX_OBSERVATIONS = 400
 """Observations one report keeps (the failing tests' runs; a passing suite is not recorded)."""
 
@@ -104,7 +107,7 @@ def classify(
     flip_rate: float = 0.3,
 ) -> FlakyVerdict:
     """The verdict on ``test_id`` from its ``runs`` (any order; rows of other tests are ignored)."""
-    mine = sorted((r for r in runs if r.test_id == test_id), key=_order)
+    mine = sorted((r for r in runs if r.test_id == test_id and r.env != PATCHED_ENV), key=_order)
     if not mine:
         return FlakyVerdict(test_id, False)
     failures = sum(r.failed for r in mine)
@@ -185,9 +188,18 @@ def observations(
 def runs_of(
     found: Iterable[Observation], *, sha: str, env: str = SANDBOX_ENV, key: str
 ) -> tuple[TestRun, ...]:
-    """An attempt's observations as rows at ``sha``; ``key`` names the attempt (``attempt:12``)."""
+    """An attempt's observations as rows at ``sha``; ``key`` names the attempt (``attempt:12``).
+    Runs of a candidate's tree go to :data:`PATCHED_ENV`."""
     return tuple(
-        TestRun(o.test_id, sha, env, o.source, o.failed, run_key=f"{key}:{o.source}:{o.run}") for o in found
+        TestRun(
+            o.test_id,
+            sha,
+            env if o.source in ("ci", "reproduction") else PATCHED_ENV,
+            o.source,
+            o.failed,
+            run_key=f"{key}:{o.source}:{o.run}",
+        )
+        for o in found
     )
 
 
@@ -238,6 +250,7 @@ def _flaky(base: FlakyVerdict, reason: Literal["mixed", "flips"], sentence: str,
 
 __all__ = [
     "MAX_OBSERVATIONS",
+    "PATCHED_ENV",
     "SANDBOX_ENV",
     "SOURCES",
     "FlakyVerdict",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 from jobs.repair.flaky import (
+    PATCHED_ENV,
     SANDBOX_ENV,
     Observation,
     TestRun,
@@ -116,3 +117,12 @@ def test_a_reproduction_that_passed_on_re_run_classifies_as_flaky_by_itself() ->
         verdict.flaky
         and verdict.sentence == "`a` failed 2 of 3 runs at bbbbbbb, passed here 1 of 3 in ARCS' sandbox"
     )
+
+
+def test_a_fix_passing_where_the_commit_failed_is_not_a_flake() -> None:
+    # the baseline failed twice at the commit; the verification of the patched tree passed
+    found = observations((("a",), ()), [(("a",), ())], verification=((), ("a",)))
+    rows = runs_of(found, sha="c" * 40, key="attempt:3")
+    assert [r.env for r in rows] == [SANDBOX_ENV, SANDBOX_ENV, PATCHED_ENV]
+    verdict = classify("a", rows)
+    assert not verdict.flaky and verdict.runs == 2
