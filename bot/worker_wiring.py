@@ -77,6 +77,7 @@ def default_wiring(settings: Settings, broker: dramatiq.Broker) -> DepsFactory:
         enqueue=enqueuer.enqueue,
         enqueue_later=enqueuer.enqueue_later,
         index=index,
+        history=store,
     )
     return lambda: deps
 

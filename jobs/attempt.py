@@ -14,7 +14,10 @@ cloned or repaired**:
 * ``branches`` (globs of the branches whose CI failures are repaired) and ``label`` (the issue
   label that asks for a fix);
 * a CI failure that code changes do not fix: a ``notice`` event, and a check run (plus status
-  comment on the pull request) only when ``notify_unrepairable`` is true.
+  comment on the pull request) only when ``notify_unrepairable`` is true;
+* a CI failure whose failing tests are all known flaky (the test history, :mod:`jobs.flaky_ci`):
+  no repair, the evidence on the check run, and (``flaky.rerun_failed_jobs``) a re-run of the
+  failed jobs.
 
 The config read here is the one the repair runs with: :func:`jobs.plan.plan_for` builds the
 :class:`jobs.plan.RepairPlan` from it, so one CI repair reads ``.arcs.yml`` once. The owner's
@@ -34,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from jobs import render, render_checks
+from jobs import flaky_ci, render, render_checks
 from jobs.admission import Admitted, admit
 from jobs.branches import branch_name
 from jobs.config import (
@@ -373,7 +376,18 @@ def run_ci(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> str
                     comment=notify,
                     comment_body=render.refusal_comment("unrepairable", text) if notify else None,
                 )
-            failure = report
+            screened = flaky_ci.screen(
+                run,
+                config,
+                report,
+                head_sha=head_sha,
+                run_id=run_id,
+                run_attempt=msg.ci.run_attempt if run_id == msg.run_id else None,
+                workflow=msg.workflow_name,
+            )
+            if isinstance(screened, str):
+                return screened  # every failing test is known flaky: not repaired as code
+            failure = screened
         grant = admit(run, config, branch, head_sha=head_sha, comment=False)
         if isinstance(grant, str):
             return grant

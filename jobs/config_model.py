@@ -51,6 +51,7 @@ __all__ = [
     "ArcsConfig",
     "BudgetConfig",
     "FixKind",
+    "FlakyConfig",
     "OnNoFix",
     "PathsConfig",
     "SetupNetwork",
@@ -225,6 +226,16 @@ class PathsConfig(_Section):
         return not self.allowed or bool(pathspec.GitIgnoreSpec.from_lines(self.allowed).match_file(rel))
 
 
+class FlakyConfig(_Section):
+    """What ARCS does with a CI failure of tests its test history knows to be flaky."""
+
+    rerun_failed_jobs: StrictBool = Field(
+        default=False,
+        description="Ask GitHub to re-run the failed jobs (once per workflow run) instead of repairing; "
+        "needs the App's `actions: write` permission.",
+    )
+
+
 class SetupNetwork(_Section):
     """Hosts the `setup` step may reach besides the package registries."""
 
@@ -285,6 +296,10 @@ class ArcsConfig(_Section):
         default=False,
         description="Open a pull request when the targets pass but tests that already failed before "
         "still fail (verdict `partial`).",
+    )
+    flaky: FlakyConfig = Field(
+        default_factory=FlakyConfig,
+        description="CI failures whose failing tests are all known flaky are never repaired as code.",
     )
     on_no_fix: Choice = Field(
         default="report",
@@ -452,6 +467,7 @@ _ORDER = (
     "pr_labels",
     "notify_unrepairable",
     "open_pr_on_partial",
+    "flaky",
     "on_no_fix",
     "extends",
     "auto_apply",

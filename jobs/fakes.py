@@ -126,6 +126,10 @@ class FakeGitHubGateway(_Recorder):
         self._record("download_failed_logs", repo=repo, run_id=run_id)
         return self.logs.get(run_id, "")
 
+    def rerun_failed_jobs(self, repo: str, run_id: int) -> None:
+        """Recorded only."""
+        self._record("rerun_failed_jobs", repo=repo, run_id=run_id)
+
     def clone(self, repo: str, sha: str, dest: Path) -> None:
         """Write :attr:`files` into ``dest``."""
         self._record("clone", repo=repo, sha=sha, dest=dest)

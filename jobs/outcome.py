@@ -23,6 +23,7 @@ from jobs.policy import binding_cap, budget_stop_reason
 from jobs.repair.report import RepairReport
 from jobs.report_summary import attempt_summary
 from jobs.run import AttemptRun, enqueue_publish, one_line
+from jobs.test_history import record_report, report_evidence
 
 log = structlog.get_logger("arcs.pipeline")
 
@@ -121,6 +122,19 @@ def _partial(run: AttemptRun, report: RepairReport, common: Mapping[str, Any], s
     )
 
 
+def _test_history(run: AttemptRun, report: RepairReport) -> str:
+    """Record the outcomes the attempt saw in the repository's test history; for a ``flaky``
+    verdict, the evidence sentence ('' otherwise, or when there is none)."""
+    sha = run.attempt.head_sha
+    if not sha or not report.test_runs:
+        return ""
+    history = run.deps.history
+    record_report(history, run.repo, sha=sha, attempt_id=run.attempt.id, report=report)
+    if report.verdict != "flaky":
+        return ""
+    return report_evidence(history, run.repo, sha=sha, attempt_id=run.attempt.id, report=report)
+
+
 def record_outcome(run: AttemptRun, report: RepairReport) -> str:
     """Store what the repair produced and tell the user; a fix queues ``publish_result``.
 
@@ -137,6 +151,7 @@ def record_outcome(run: AttemptRun, report: RepairReport) -> str:
         "explanation": report.explanation or None,
         "reserved_usd": None,  # the cost replaces the reservation
     }
+    flaky_evidence = _test_history(run, report)
     spend = f"tier {report.tier or '?'}, {report.rounds} round(s), ${report.spend.usd:.2f}"
     if report.fixed and report.files:
         run.update(
@@ -166,6 +181,8 @@ def record_outcome(run: AttemptRun, report: RepairReport) -> str:
     if report.verdict == "partial":
         return _partial(run, report, common, spend)
     reason = report.reason or report.verdict
+    if flaky_evidence:
+        reason = f"{reason}. Evidence: {flaky_evidence}"
     if report.fixed:
         reason = f"the repair reported a fix but changed no file ({reason})"
     capped = _policy_budget_stop(run, report)

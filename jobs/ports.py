@@ -153,6 +153,10 @@ class GitHubGateway(Protocol):
         """The logs of the failed jobs of workflow run ``run_id``, concatenated as text."""
         ...
 
+    def rerun_failed_jobs(self, repo: str, run_id: int) -> None:
+        """Ask GitHub to re-run the failed jobs of workflow run ``run_id``."""
+        ...
+
     def clone(self, repo: str, sha: str, dest: Path) -> None:
         """Check out ``repo`` at ``sha`` into the empty folder ``dest`` (no credentials left in it)."""
         ...

@@ -44,6 +44,7 @@ from jobs.ports import (
     RepairService,
     is_bot_account,
 )
+from jobs.test_history import HistoryStore
 
 log = structlog.get_logger("arcs.pipeline")
 
@@ -79,6 +80,9 @@ class Deps:
     """Sends a job that must not start before the delay (quiet hours; the worker wires
     :meth:`jobs.broker.BrokerEnqueuer.enqueue_later`). None: deferring is impossible and the
     repair is refused."""
+    history: HistoryStore | None = None
+    """The repository's test history (the worker wires the store); None: nothing is recorded and
+    no test is known flaky."""
 
     def scratch(self) -> contextlib.AbstractContextManager[Path]:
         """A fresh, empty folder, removed afterwards."""

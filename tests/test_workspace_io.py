@@ -22,6 +22,7 @@ ALLOWED: dict[str, str] = {
     "bot/dashboard/local.py::local_store": "the local dashboard's database under ARCS_HOME",
     "bot/dashboard/local.py::_read_trace": "a trace file under ARCS's traces folder (links and huge files skipped)",
     "bot/dashboard/local.py::copy_action_trace": "the Action's trace (RUNNER_TEMP) copied into ARCS's traces folder",
+    "jobs/fix_kind.py::read_fix_kind": "a trace under ARCS's traces folder (resolved inside it, size-capped)",
     "bot/doctor.py::_indexed_chunks": "an index manifest under ARCS_HOME",
     "bot/doctor.py::_locked": "the index's lock file under ARCS_HOME",
     "bot/store/store.py::create_store_engine": "the SQLite database's folder (settings)",

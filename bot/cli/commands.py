@@ -8,6 +8,7 @@ from collections.abc import Callable
 from bot.cli import (
     action_cmd,
     dashboard_cmd,
+    deflake_cmd,
     demo_cmd,
     doctor_cmd,
     fix_cmd,
@@ -22,6 +23,7 @@ Register = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]", argp
 REGISTRY: list[Register] = [
     index_cmd.register,
     test_cmd.register,
+    deflake_cmd.register,
     fix_cmd.register,
     serve_cmd.register,
     worker_cmd.register,

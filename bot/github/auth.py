@@ -74,6 +74,11 @@ PUBLISH_PERMISSIONS: Permissions = MappingProxyType(
 )
 """Publishing a fix: push the ``arcs/`` branch, open/update the pull request, label it."""
 
+RERUN_PERMISSIONS: Permissions = MappingProxyType({"metadata": "read", "actions": "write"})
+"""Re-running a known-flaky run's failed jobs (``.arcs.yml`` ``flaky.rerun_failed_jobs``): the one
+call that needs ``actions: write``, which the default manifest does not grant (the token request
+then fails and the check run says so)."""
+
 
 @dataclass(frozen=True, slots=True)
 class AppCredentials:

@@ -28,7 +28,13 @@ import structlog
 
 from bot.errors import ConfigError
 from bot.github import GitHubError
-from bot.github.auth import COMMENT_PERMISSIONS, PUBLISH_PERMISSIONS, READ_PERMISSIONS, Permissions
+from bot.github.auth import (
+    COMMENT_PERMISSIONS,
+    PUBLISH_PERMISSIONS,
+    READ_PERMISSIONS,
+    RERUN_PERMISSIONS,
+    Permissions,
+)
 from bot.github.client import GitHubApp, InstallationClient, github_errors
 from bot.github.git import BotIdentity, clone_at_sha, fetch_history
 from bot.github.issues import find_dashboard_issue, write_dashboard_issue
@@ -63,11 +69,12 @@ from jobs.render_checks import annotation_batches
 
 log = structlog.get_logger(__name__)
 
-Scope = Literal["read", "comment", "publish"]
+Scope = Literal["read", "comment", "publish", "rerun"]
 SCOPES: Mapping[Scope, Permissions] = {
     "read": READ_PERMISSIONS,
     "comment": COMMENT_PERMISSIONS,
     "publish": PUBLISH_PERMISSIONS,
+    "rerun": RERUN_PERMISSIONS,
 }
 ROLES = frozenset({"admin", "maintain", "write", "triage", "read", "none"})
 
@@ -216,6 +223,12 @@ class AppGitHubGateway:
         if not logs:
             raise GitHubError(f"workflow run {run_id} of {repo} has no failed job")
         return concatenate(logs)
+
+    def rerun_failed_jobs(self, repo: str, run_id: int) -> None:
+        """Ask GitHub to re-run the failed jobs of workflow run ``run_id`` (``actions: write``)."""
+        client = self.client(repo, "rerun")
+        with github_errors(f"re-run the failed jobs of workflow run {run_id} of {repo}"):
+            client.gh.rest.actions.re_run_workflow_failed_jobs(client.owner, client.repo, run_id)
 
     def clone(self, repo: str, sha: str, dest: Path) -> None:
         """Check out ``sha`` into ``dest`` with a read-only token that never touches the disk."""

@@ -13,6 +13,10 @@ aware ``datetime`` on SQLite too (:class:`UTCDateTime`).
 - ``joined_runs`` (0005): the other failed workflow runs of the same commit whose failure has the
   attempt's signature (``(attempt_id, run_id)`` unique): one attempt per failure, every run recorded.
 - ``events``: refusals, errors and notices, so that nothing fails silently.
+- ``test_runs`` (0006): the test history, one row per test outcome ARCS saw (a CI failure, a
+  reproduction or re-run, a candidate or verification run) at a commit in an environment;
+  ``(repo, run_key, test_id)`` unique so a redelivered run or a retried job records it once. The
+  flaky-test classifier (:mod:`jobs.repair.flaky`) reads it.
 - ``policies``: what org admins decided (kill switch, monthly USD budgets, PRs per day, quiet
   hours), one row per owner (``repo = ''``) or per repository.
 - ``dashboard_sessions``: who is logged in to the dashboard and what they may see (the cookie holds
@@ -71,6 +75,11 @@ DELIVERY_STATUSES: tuple[str, ...] = get_args(DeliveryStatus)
 DELIVERY_ID_MAX = 100
 """The longest ``X-GitHub-Delivery`` ARCS accepts (GitHub sends 36-character UUIDs): the webhook's
 header check and every ``delivery_id`` column use this one limit."""
+
+TestRunSource = Literal["ci", "reproduction", "candidate", "verification"]
+TEST_RUN_SOURCES: tuple[str, ...] = get_args(TestRunSource)
+TEST_ID_MAX = 600
+"""Test ids are clipped to this (an index entry stays under PostgreSQL's btree limit)."""
 
 EventKind = Literal["refusal", "error", "notice", "job_failed"]
 EVENT_KINDS: tuple[str, ...] = get_args(EventKind)
@@ -276,6 +285,31 @@ class JoinedRun(Base):
     run_id: Mapped[int] = mapped_column(BigInteger)
     workflow_name: Mapped[str | None] = mapped_column(String(255))
     delivery_id: Mapped[str | None] = mapped_column(String(DELIVERY_ID_MAX))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+
+
+class TestRunRow(Base):
+    """One test outcome: ``test_id`` failed or passed at ``sha`` in ``env``, seen by ``source``."""
+
+    __tablename__ = "test_runs"
+    __test__ = False  # not a pytest test class
+    # The arbiter of "recorded once"; the index serves "the history of these tests, newest first".
+    __table_args__ = (
+        UniqueConstraint("repo", "run_key", "test_id"),
+        Index("ix_test_runs_repo_test_id_created_at", "repo", "test_id", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    repo: Mapped[str] = mapped_column(String(255))
+    test_id: Mapped[str] = mapped_column(String(TEST_ID_MAX))
+    sha: Mapped[str] = mapped_column(String(64))
+    env: Mapped[str] = mapped_column(String(255))
+    source: Mapped[str] = mapped_column(String(16))
+    failed: Mapped[bool] = mapped_column(Boolean)
+    run_key: Mapped[str] = mapped_column(String(128))
+    attempt_id: Mapped[int | None] = mapped_column(
+        BigId, ForeignKey("attempts.id", ondelete="SET NULL"), nullable=True
+    )
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
 
 

@@ -69,6 +69,8 @@ from bot.store.models import (
     DELIVERY_STATUSES,
     EVENT_KINDS,
     PR_STATES,
+    TEST_ID_MAX,
+    TEST_RUN_SOURCES,
     TRIGGERS,
     Attempt,
     DashboardSession,
@@ -77,6 +79,7 @@ from bot.store.models import (
     JoinedRun,
     Policy,
     PullRequest,
+    TestRunRow,
 )
 from bot.web.ports import DeliveryRow, DeliveryStatus
 from jobs.policy import user_cap_exceeded
@@ -86,6 +89,7 @@ from jobs.ports import Admission as Admission
 from jobs.ports import PrLimits as PrLimits
 from jobs.ports import PrTally as PrTally
 from jobs.ports import UserCap as UserCap
+from jobs.repair.flaky import Source, TestRun
 
 log = structlog.get_logger("arcs.store")
 
@@ -686,6 +690,59 @@ class Store:
         )
         with self._sessions() as session:
             return session.scalars(stmt).first()
+
+    def record_test_runs(self, repo: str, runs: Sequence[TestRun], *, attempt_id: int | None = None) -> int:
+        """Add test outcomes to ``repo``'s test history (``test_runs``); how many were new.
+
+        One ``INSERT … ON CONFLICT DO NOTHING`` on ``(repo, run_key, test_id)``: a redelivered CI
+        run or a retried job records its outcomes once. A row without a time gets the store's."""
+        now = self._clock()
+        rows = [
+            {
+                "repo": repo,
+                "test_id": r.test_id[:TEST_ID_MAX],
+                "sha": r.sha[:64],
+                "env": r.env[:255],
+                "source": r.source,
+                "failed": bool(r.failed),
+                "run_key": r.run_key[:128],
+                "attempt_id": attempt_id,
+                "created_at": r.at or now,
+            }
+            for r in runs
+            if r.test_id and r.source in TEST_RUN_SOURCES
+        ]
+        if not rows:
+            return 0
+        stmt = (
+            self._insert(TestRunRow)
+            .values(rows)
+            .on_conflict_do_nothing(index_elements=[TestRunRow.repo, TestRunRow.run_key, TestRunRow.test_id])
+            .returning(TestRunRow.id)
+        )
+        with self._write() as session:
+            return len(session.execute(stmt).all())
+
+    def test_runs(self, repo: str, test_ids: Sequence[str], *, limit: int = 200) -> list[TestRun]:
+        """The recorded outcomes of ``test_ids`` in ``repo``, oldest first: at most about
+        ``limit`` per test (the newest)."""
+        ids = sorted({t[:TEST_ID_MAX] for t in test_ids if t})
+        if not ids:
+            return []
+        stmt = (
+            select(TestRunRow)
+            .where(TestRunRow.repo == repo, TestRunRow.test_id.in_(ids))
+            .order_by(TestRunRow.created_at.desc(), TestRunRow.id.desc())
+            .limit(max(1, limit) * len(ids))
+        )
+        with self._sessions() as session:
+            found = list(session.scalars(stmt))
+        return [
+            TestRun(
+                r.test_id, r.sha, r.env, cast(Source, r.source), r.failed, at=r.created_at, run_key=r.run_key
+            )
+            for r in reversed(found)
+        ]
 
     def joined_runs(self, attempt_id: int, *, limit: int = 1000) -> list[JoinedRun]:
         """The runs that joined the attempt, first joined first."""

@@ -10,6 +10,11 @@ commit cannot be tested: it does not build, setup failed) says nothing about tha
 search probes its nearest untested neighbour inside the open range instead, like ``git bisect
 skip``. With ``confirm``, the culprit is probed once more: a pass there means the red run was
 flaky, not caused by a commit (status ``flaky``).
+
+With ``flake_rate`` (the failing test's measured rate of false failures, from the test history),
+one run proves nothing: the search is the Bayesian noisy bisection of
+:mod:`jobs.repair.noisy_bisect`, which repeats probes until the culprit's posterior reaches
+``confidence`` or the budget ends; the result carries that ``probability``.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from jobs.repair.noisy_bisect import noisy_bisect
 
 Outcome = Literal["pass", "fail", "flaky", "skip"]
 Probe = Callable[[str], Outcome]
@@ -37,6 +44,8 @@ class BisectResult:
     culprit: str | None
     suspects: tuple[str, ...]
     probes: tuple[tuple[str, Outcome], ...] = ()
+    probability: float | None = None
+    """The culprit's posterior probability (a flake-aware search only; None: one-run probes)."""
 
     @property
     def runs(self) -> int:
@@ -45,17 +54,32 @@ class BisectResult:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready mapping for the trace."""
-        return {
+        data: dict[str, Any] = {
             "status": self.status,
             "culprit": self.culprit,
             "suspects": list(self.suspects),
             "probes": [[sha, outcome] for sha, outcome in self.probes],
         }
+        if self.probability is not None:
+            data["probability"] = round(self.probability, 4)
+        return data
 
 
-def bisect(commits: Sequence[str], probe: Probe, *, budget: int = 8, confirm: bool = False) -> BisectResult:
+def bisect(
+    commits: Sequence[str],
+    probe: Probe,
+    *,
+    budget: int = 8,
+    confirm: bool = False,
+    flake_rate: float | None = None,
+    confidence: float = 0.95,
+) -> BisectResult:
     """Find the first failing commit of ``commits`` (oldest first; the commit before the first is
-    green, the last is red) with at most ``budget`` probes."""
+    green, the last is red) with at most ``budget`` probes; flake-aware with ``flake_rate`` > 0."""
+    if flake_rate is not None and flake_rate > 0 and commits:
+        return _noisy(
+            commits, probe, budget=budget, confirm=confirm, flake_rate=flake_rate, confidence=confidence
+        )
     if not commits:
         return BisectResult("empty", None, ())
     probes: list[tuple[str, Outcome]] = []
@@ -78,6 +102,31 @@ def bisect(commits: Sequence[str], probe: Probe, *, budget: int = 8, confirm: bo
         else:
             untestable.add(mid)
     return _confirmed(commits, bad, probes, probe, budget, confirm, status="found")
+
+
+def _noisy(
+    commits: Sequence[str], probe: Probe, *, budget: int, confirm: bool, flake_rate: float, confidence: float
+) -> BisectResult:
+    """:func:`jobs.repair.noisy_bisect.noisy_bisect` as a :class:`BisectResult`: ``confirm`` gives
+    "the red run itself was a flake" a prior (status ``flaky`` when it wins); a search the budget
+    stopped names its most probable commit as the only suspect, with its probability."""
+    found = noisy_bisect(
+        commits,
+        probe,
+        flake_rate=min(flake_rate, 0.9),
+        confidence=confidence,
+        budget=budget,
+        prior_no_culprit=0.1 if confirm else 0.0,
+    )
+    probes = found.probes
+    if found.status == "found" and found.culprit is not None:
+        status: Status = "single" if len(commits) == 1 else "found"
+        return BisectResult(status, found.culprit, (found.culprit,), probes, found.probability)
+    if found.status == "no_culprit":
+        return BisectResult("flaky", None, (commits[-1],), probes, found.probability)
+    if found.status == "budget" and found.culprit is not None:
+        return BisectResult("budget", None, (found.culprit,), probes, found.probability)
+    return BisectResult("inconclusive", None, tuple(commits), probes, found.probability)
 
 
 def _pick(good: int, bad: int, untestable: set[int]) -> int | None:

@@ -21,6 +21,7 @@ import pathspec
 from indexing.languages import code_language, is_test_path, parser_for
 from jobs.repair.diffing import DiffStats, FilePatch, HunkLine, parse_patch
 from jobs.repair.edits import AppliedEdits, EditError
+from jobs.repair.masking import masking_violations
 from jobs.repair.model import GateResult
 from runners import wsfs
 
@@ -506,7 +507,8 @@ def policy_gate(
     matching ``denied`` (gitignore-style globs), and — when ``allowed`` is given — only paths
     matching ``allowed``. Unless ``about_tests``: no deleting, skipping or weakening of tests
     (removed/changed assertions, tautological asserts, skip/xfail/ignore markers, deleted test
-    files or functions, early returns, ``pytest.importorskip``, test deselection).
+    files or functions, early returns, ``pytest.importorskip``, test deselection), and no
+    masking of a flaky failure in the test or the code under test (:data:`masking.RULES`).
 
     ``change`` is an :class:`AppliedEdits` (full file texts sharpen the test-function check) or
     a unified diff.
@@ -524,13 +526,20 @@ def policy_gate(
         violations.extend(_path_violations(patch, tuple(denied), None if allowed is None else tuple(allowed)))
         if not about_tests:
             violations.extend(_test_violations(patch, texts.get(patch.path)))
+    if not about_tests:  # masking (retries, sleeps, looser checks, swallowed errors): masking.RULES
+        seen = {(v.path, v.line) for v in violations}
+        violations.extend(
+            Violation(m.path, m.line, m.rule, m.message)
+            for m in masking_violations(patches)
+            if (m.path, m.line) not in seen
+        )
     if not violations:
         n = len(patches)
         return GateResult("policy", True, f"no policy violations in {n} file{'s' if n != 1 else ''}", {})
     violations = sorted(set(violations), key=lambda v: (v.path, v.line, v.rule, v.message))
     lines = [f"{len(violations)} policy violation{'s' if len(violations) != 1 else ''}:"]
     lines += _listing([str(v) for v in violations])
-    if not about_tests and any(v.rule.startswith("tests.") for v in violations):
+    if not about_tests and any(v.rule.startswith(("tests.", "masking.")) for v in violations):
         lines.append("Fix the code under test; do not weaken, skip or delete tests.")
     return GateResult(
         "policy",

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from jobs.repair.budget import Budget, Spend
+from jobs.repair.flaky import MAX_OBSERVATIONS, Observation, observations
 from jobs.repair.trace_read import (
     Commands,
     GateRecord,
@@ -31,6 +32,7 @@ from jobs.repair.trace_read import (
 
 if TYPE_CHECKING:
     from jobs.repair.loop import RepairResult
+    from jobs.repair.workbench import TestOutcome
 
 REPORT_VERSION = 2
 """Version of :meth:`RepairReport.to_json`; 1 is the older summary dict (no ``v`` key)."""
@@ -224,6 +226,18 @@ class RevertResult:
         )
 
 
+def _failed_passed(run: TestOutcome) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A test run's ``(failed and errored, passed)`` ids."""
+    return (*run.failed, *run.errors), tuple(run.passed)
+
+
+def _observations(data: object) -> tuple[Observation, ...]:
+    if not isinstance(data, list):
+        return ()
+    found = (Observation.read(item) for item in data[:MAX_OBSERVATIONS])
+    return tuple(o for o in found if o is not None)
+
+
 def _files(data: object) -> dict[str, str | None]:
     return {
         str(path): content if isinstance(content, str) else None for path, content in mapping(data).items()
@@ -288,6 +302,9 @@ class RepairReport:
     """The ``.arcs.yml`` ``on_no_fix`` the repair ran under (``report``/``revert``; '' unknown)."""
     revert_skipped: str = ""
     """Under ``on_no_fix: revert`` with no fix and no :attr:`revert`: why, in one line."""
+    test_runs: tuple[Observation, ...] = ()
+    """The failing tests' outcomes in this attempt's runs (:func:`jobs.repair.flaky.observations`),
+    recorded in the repository's test history after the attempt."""
     v: int = REPORT_VERSION
 
     # -- building -------------------------------------------------------------------------------
@@ -318,6 +335,14 @@ class RepairReport:
         located = failure_spots(baseline.failures if baseline is not None else ())
         if not located and trace.task is not None:
             located = failure_spots(trace.task.failures)
+        checked = Verification.read(result.verification)
+        test_runs = observations(
+            None if baseline is None else _failed_passed(baseline),
+            [_failed_passed(run) for run in trace.reproduction.reruns],
+            verification=None
+            if checked is None
+            else (checked.new_failures, targets if checked.passed_verification else ()),
+        )
         return cls(
             verdict=str(result.verdict),
             fixed=bool(result.fixed),
@@ -337,7 +362,7 @@ class RepairReport:
             tests_after=TestTally.of(result.tests_after),
             target_tests=targets[:MAX_TARGET_TESTS],
             gates=tuple(GateRecord(g.gate, g.passed, g.detail) for g in result.gates),
-            verification=Verification.read(result.verification),
+            verification=checked,
             pre_existing=tuple(result.pre_existing),
             notices=tuple(result.notices),
             interrupt=Interruption.read(trace.interrupt),
@@ -348,6 +373,7 @@ class RepairReport:
             trace_id=trace.id,
             trace_path=trace_path,
             trace_markdown=trace_markdown,
+            test_runs=test_runs,
         )
 
     @classmethod
@@ -442,6 +468,7 @@ class RepairReport:
             "revert": None if self.revert is None else self.revert.to_json(),
             "on_no_fix": self.on_no_fix,
             "revert_skipped": self.revert_skipped,
+            "test_runs": [o.to_json() for o in self.test_runs],
         }
 
     @classmethod
@@ -512,6 +539,7 @@ class RepairReport:
             revert=RevertResult.read(data.get("revert")),
             on_no_fix=text(data.get("on_no_fix"), 20),
             revert_skipped=text(data.get("revert_skipped"), 500),
+            test_runs=_observations(data.get("test_runs")),
             v=version,
             **common,
         )

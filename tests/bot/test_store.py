@@ -105,7 +105,7 @@ def test_migrations_upgrade_an_empty_database_once_under_concurrency(fresh_url: 
             assert (
                 conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one()
                 == head_revision()
-                == "0005"
+                == "0006"
             )
             # The ORM models and the migrations describe the same schema.
             assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []

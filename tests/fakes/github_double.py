@@ -1138,6 +1138,14 @@ class GitHubDouble:
             ),
             ("GET", repo + r"/actions/runs/(?P<run>\d+)", self._get_run, "token", (("actions", "read"),), ()),
             (
+                "POST",
+                repo + r"/actions/runs/(?P<run>\d+)/rerun-failed-jobs",
+                self._rerun_failed_jobs,
+                "token",
+                (("actions", "write"),),
+                (),
+            ),
+            (
                 "GET",
                 repo + r"/actions/runs",
                 self._list_repo_runs,
@@ -1897,6 +1905,23 @@ class GitHubDouble:
         if found is None:
             raise _Reply(404, {"message": "Not Found"})
         return 200, self._run_json(found)
+
+    def _rerun_failed_jobs(self, req: _Request, owner: str, repo: str, run: str) -> tuple[int, Json]:
+        """Re-run a completed run's failed jobs: a new attempt of the run (its failed jobs again,
+        with the same logs here). GitHub refuses a run that did not fail."""
+        unknown = set(req.json()) - {"enable_debug_logging"}
+        if unknown:
+            raise _Unexpected(422, {"message": f"unexpected fields {sorted(unknown)}"})
+        found = self._repo(owner, repo).runs.get(int(run))
+        if found is None:
+            raise _Reply(404, {"message": "Not Found"})
+        if found.conclusion != "failure":
+            raise _Reply(403, {"message": "This workflow run cannot be retried"})
+        found.run_attempt += 1
+        for job in found.jobs:
+            if job.conclusion == "failure":
+                job.run_attempt = found.run_attempt
+        return 201, {}
 
     def _list_workflow_runs(
         self, req: _Request, owner: str, repo: str, workflow: str

@@ -70,7 +70,7 @@ def test_path_is_not_a_key_of_the_file() -> None:
         ("zzz: 1\ntimeout_s: 0\n", ".arcs.yml: `timeout_s` must be a finite positive number, got 0", "timeout_s"),
         ("tier: huge\nzzz: 1\n", ".arcs.yml: unknown key `zzz` (known: triggers, label, branches, test, "
          "setup, timeout_s, memory_mb, setup_network, tier, budget, max_prs_per_day, max_open_prs, draft, "
-         "pr_labels, paths, notify_unrepairable, open_pr_on_partial, on_no_fix, extends, auto_apply, "
+         "pr_labels, paths, notify_unrepairable, open_pr_on_partial, flaky, on_no_fix, extends, auto_apply, "
          "dashboard_issue)", "zzz"),
         ("draft: 3\nbudget: {usd: x}\n", ".arcs.yml: budget.usd: expected a number, got 'x'", "budget.usd"),
         ("budget: {usd: x, nope: 1}\n", ".arcs.yml: unknown key `budget.nope` (known: iterations, usd, wall_s)",

@@ -345,5 +345,16 @@ def test_from_trace_agrees_with_from_result(result: RepairResult) -> None:
     doc = TraceDoc.read(json.loads(dump_trace(result.trace)))
     built = RepairReport.from_result(result, trace_path="t.json", trace_markdown="md")
     read = RepairReport.from_trace(doc, trace_path="t.json", trace_markdown="md")
-    # A trace records no budget (a run with over 50 failing tests would also list up to 200).
-    assert read == replace(built, budget=None)
+    # A trace records no budget (a run with over 50 failing tests would also list up to 200), and
+    # its reader keeps no per-test outcomes of the re-runs: the test history is fed from the report.
+    assert read == replace(built, budget=None, test_runs=())
+
+
+def test_the_failing_tests_runs_are_kept_for_the_test_history(result: RepairResult) -> None:
+    built = RepairReport.from_result(result, trace_path="t.json", trace_markdown="md")
+    rep = result.trace.reproduction
+    assert rep.baseline is not None and rep.reruns
+    first = [o for o in built.test_runs if o.source == "reproduction" and o.run == 0]
+    assert [o.test_id for o in first] == [*rep.baseline.failed, *rep.baseline.errors]
+    assert {o.run for o in built.test_runs if o.source == "reproduction"} == set(range(len(rep.reruns) + 1))
+    assert RepairReport.from_json(json.loads(json.dumps(built.to_json()))).test_runs == built.test_runs
