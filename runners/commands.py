@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import yaml
 
-from runners import wsfs
+from runners import frameworks, wsfs
 from runners.config import RepoConfig
 from runners.errors import UsageError
 from runners.logs import FailedStep
@@ -621,19 +621,24 @@ def _framework_of_script(root: Path, command: str) -> Framework | None:
     if not re.search(r"\b(?:npm|yarn|pnpm)\b.*\btest\b", command):
         return None
     script = _test_script(root)
-    if "vitest" in script:
-        return "vitest"
-    if re.search(r"\bjest\b|react-scripts test", script):
-        return "jest"
-    if _NODE_TEST.search(script):
-        return "node"
-    if framework_of_command(script) == "tap":
-        return "tap"
-    if _has_node_package(root, "vitest"):
-        return "vitest"
-    if _has_node_package(root, "jest"):
-        return "jest"
-    return None
+    named = framework_of_command(script)
+    if named is not None:
+        return named
+    pkg = _package_json(root) or {}
+    deps = {
+        str(name)
+        for key in ("dependencies", "devDependencies")
+        if isinstance(pkg.get(key), dict)
+        for name in pkg[key]
+    }
+    found = frameworks.of_packages(deps)
+    if found is not None:
+        return found
+    try:
+        installed = set(wsfs.listdir(root, "node_modules"))
+    except OSError:
+        return None
+    return frameworks.of_packages(installed)
 
 
 def _from_conventions(repo: Path) -> str | None:

@@ -12,7 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-Framework = Literal["pytest", "unittest", "go", "cargo", "jest", "vitest", "maven", "gradle", "node", "tap"]
+Framework = Literal[
+    "pytest", "unittest", "go", "cargo", "jest", "vitest", "mocha", "maven", "gradle", "node", "tap"
+]
 FRAMEWORKS: tuple[Framework, ...] = (
     "pytest",
     "unittest",
@@ -20,6 +22,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
     "cargo",
     "jest",
     "vitest",
+    "mocha",
     "maven",
     "gradle",
     "node",

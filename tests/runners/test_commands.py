@@ -155,7 +155,7 @@ def test_broken_workflow_files_are_skipped(tmp_path: Path) -> None:
         (
             {"package.json": json.dumps({"scripts": {"test": "mocha"}}), "pnpm-lock.yaml": ""},
             "pnpm test",
-            None,
+            "mocha",
         ),
         ({"go.mod": "module m\n"}, "go test ./...", "go"),
         ({"Cargo.toml": "[package]\n"}, "cargo test", "cargo"),
