@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import yaml
 
-from runners import frameworks, wsfs
+from runners import frameworks, npm_scripts, wsfs
 from runners.config import RepoConfig
 from runners.errors import UsageError
 from runners.logs import FailedStep
@@ -281,7 +281,7 @@ def _adapt(command: str, framework: Framework) -> str:
         return command
     if framework == "node" and "--test-reporter" not in last:
         # Reporters and destinations pair up in order: a user's own reporter is left alone.
-        if _NPM_TEST.match(last) and re.fullmatch(r"npm\s+(?:run\s+)?test", last):
+        if _NPM_TEST.match(last) and re.fullmatch(r"npm\s+(?:run\s+)?test(?:\s+--ignore-scripts)?", last):
             return _append_to_last(command, "-- " + _NODE_ARGS)
         head, _ = _split_last(command)
         if m := _NODE_TEST.search(last):
@@ -560,17 +560,25 @@ def _resolved(
     framework = framework_of_command(command) or _framework_of_script(root, command)
     junit = True
     note = ""
+    if source == "convention" and re.match(r"^npm\s+test$", command):
+        command, note = _without_hooks(root, command)
+    elif _NPM_TEST.match(_last_segment(command)) and npm_scripts.IGNORE_HOOKS not in command:
+        note = npm_scripts.describe_hooks(_package_json(root) or {})
+        if note:
+            note += f": a failure before any test ran may be theirs (`npm test {npm_scripts.IGNORE_HOOKS}` skips them)"
     if framework == "node" and not _NODE_TEST.search(_last_segment(command)):
         script = _test_script(root)
         if _NPM_TEST.match(_last_segment(command)) and not re.fullmatch(r"\s*node\s+--test\s*", script):
             junit = False
-            note = "the npm test script is not exactly `node --test`: reading its TAP output"
+            note = _join(note, "the npm test script is not exactly `node --test`: reading its TAP output")
     if framework == "jest" and not _has_node_package(root, "jest-junit"):
         junit = False
-        note = "jest-junit is not installed: reading jest's text output"
+        note = _join(note, "jest-junit is not installed: reading jest's text output")
     if framework in ("jest", "vitest") and re.match(r"^(?:yarn|pnpm)\s", _last_segment(command)):
         junit = False
-        note = "report flags are not passed through yarn/pnpm scripts: reading the text output"
+        note = _join(note, "report flags are not passed through yarn/pnpm scripts: reading the text output")
+    if framework in _JS_FRAMEWORKS or re.match(r"^(?:npm|npx|yarn|pnpm|node)\s", _last_segment(command)):
+        note = _join(note, npm_scripts.node_line())
     env = dict(BASE_ENV)
     if framework == "jest" and junit:
         env.update(_JEST_JUNIT_ENV)
@@ -592,6 +600,25 @@ def _resolved(
         note=note,
         pythonpath=pythonpath,
     )
+
+
+_JS_FRAMEWORKS = frozenset({"jest", "vitest", "mocha", "node", "tap"})
+
+
+def _join(note: str, more: str) -> str:
+    return f"{note}; {more}" if note and more else note or more
+
+
+def _without_hooks(root: Path, command: str) -> tuple[str, str]:
+    """The conventional ``npm test`` without npm's pre/post hooks when it has any, and the note
+    saying which hooks are left out and what the test script runs."""
+    pkg = _package_json(root) or {}
+    described = npm_scripts.describe_hooks(pkg)
+    if not described:
+        return command, ""
+    runs = npm_scripts.runner_command(pkg)
+    command = f"{command} {npm_scripts.IGNORE_HOOKS}"
+    return command, f"{described}; reproducing with `{command}` (the test script alone: `{runs}`)"
 
 
 def _package_json(root: Path) -> dict[str, Any] | None:
@@ -620,7 +647,7 @@ def _framework_of_script(root: Path, command: str) -> Framework | None:
     """``npm test`` / ``yarn test``: the framework named by package.json's test script or dependencies."""
     if not re.search(r"\b(?:npm|yarn|pnpm)\b.*\btest\b", command):
         return None
-    script = _test_script(root)
+    script = npm_scripts.runner_command(_package_json(root) or {}) or _test_script(root)
     named = framework_of_command(script)
     if named is not None:
         return named

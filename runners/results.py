@@ -34,6 +34,7 @@ from typing import Any
 from runners import frameworks
 from runners.base import Execution
 from runners.lintsites import parse_lint
+from runners.npm_scripts import stopped_in_hook
 from runners.results_compiled import parse_cargo_text, parse_go_json, parse_go_text, parse_maven_text
 from runners.results_frames import (
     RepoPaths,
@@ -53,6 +54,7 @@ from runners.results_types import (
     MAX_FRAMES,
     MAX_MESSAGE_CHARS,
     MAX_MESSAGE_LINES,
+    MAX_OUTPUT_CHARS,
     Frame,
     Framework,
     Outcome,
@@ -258,6 +260,7 @@ def parse_output(
             )
         )
     detected = detect_framework(text)
+    plain = strip_ansi(text)
     return TestRun(
         command=execution.command,
         exit_code=execution.exit_code,
@@ -268,6 +271,8 @@ def parse_output(
         killed_by=execution.killed_by,
         source=source,
         framework=framework_hint or (detected[0] if detected else None),
+        hint=stopped_in_hook(plain) if execution.exit_code != 0 and not parsed.results else "",
+        output=plain[-MAX_OUTPUT_CHARS:],
     )
 
 
