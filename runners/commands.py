@@ -421,6 +421,11 @@ def _select(command: str, framework: Framework, ids: list[str]) -> str | None:
         return head + _quote_all([*tokens, "--", "--exact", *ids])
     if framework in ("jest", "vitest"):
         return _select_js(head, last, tokens, ids)
+    if framework == "mocha":
+        # --grep matches the full title, which is the id (runners.frameworks.mocha).
+        pattern = "^(?:" + "|".join(_regex_escape(i) for i in dict.fromkeys(ids)) + ")$"
+        dashes = ["--"] if _NPM_TEST.match(last) and "--" not in tokens else []
+        return head + _quote_all([*tokens, *dashes, "--grep", pattern])
     if framework == "maven":
         by_class: dict[str, list[str]] = {}
         for test_id in ids:

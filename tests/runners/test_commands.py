@@ -426,6 +426,19 @@ def test_select_jest_and_vitest_by_file_and_name() -> None:
     assert sel2 is not None and sel2.command == "npx vitest run sum.test.ts -t '^(?:Calculator subtracts)$'"
 
 
+def test_select_mocha_by_full_title() -> None:
+    mocha = ResolvedCommand(command="npm test --ignore-scripts", source="convention", framework="mocha")
+    sel = mocha.selecting(["sprintfjs should return (simple)", "calc add"])
+    assert sel is not None
+    assert (
+        sel.command
+        == "npm test --ignore-scripts -- --grep '^(?:sprintfjs should return \\(simple\\)|calc add)$'"
+    )
+    direct = ResolvedCommand(command="mocha test/test.js", source="flag", framework="mocha")
+    sel2 = direct.selecting(["calc add"])
+    assert sel2 is not None and sel2.command == "mocha test/test.js --grep '^(?:calc add)$'"
+
+
 def test_select_maven_and_gradle() -> None:
     mvn = ResolvedCommand(command="mvn -q test", source="flag", framework="maven")
     sel = mvn.selecting(["com.example.CalcTest#adds", "com.example.CalcTest#divides", "com.example.B#c"])
