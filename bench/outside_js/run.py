@@ -2,6 +2,7 @@
 the saved outputs with any checkout of ``runners`` (before/after) and print what was read.
 
     python -m bench.outside_js.run record PKGROOT OUTDIR   # run every case's commands, save outputs
+    python -m bench.outside_js.run resolved PKGROOT OUTDIR # also the command ARCS resolves per case
     PYTHONPATH=<checkout> python -m bench.outside_js.run parse OUTDIR   # per-command metrics (JSON lines)
 
 ``PKGROOT`` holds the installed packages as ``<name>-<version>/`` (``npm pack`` + ``npm install``,
@@ -76,9 +77,43 @@ def record(pkgroot: Path, outdir: Path) -> None:
             print(case["id"], command, "exit", done.returncode, f"{doc['duration_s']:.1f}s", flush=True)
 
 
+def resolved(pkgroot: Path, outdir: Path) -> None:
+    """Run, per case, the command ARCS resolves for the package by convention (``<case>__r.json``):
+    what a new user's ``arcs test`` runs (added after the first measured run, not in cases.json)."""
+    from runners.commands import resolve_test_command
+
+    spec = json.loads(CASES.read_text())
+    done_cases: set[str] = set()
+    for case in spec["cases"]:
+        if case["id"] in done_cases:
+            continue
+        done_cases.add(case["id"])
+        version = spec["packages"][case["package"]]["version"]
+        work = outdir / "work" / case["id"]
+        shutil.rmtree(work, ignore_errors=True)
+        _apply(case, pkgroot / f"{case['package']}-{version}", work)
+        command = resolve_test_command(work).command
+        env = {**os.environ, "CI": "true", "NO_COLOR": "1"}
+        t0 = time.monotonic()
+        done = subprocess.run(
+            command, shell=True, cwd=work, env=env, capture_output=True, text=True, timeout=300
+        )
+        doc = {
+            "case": case["id"],
+            "command": command,
+            "exit_code": done.returncode,
+            "stdout": done.stdout,
+            "stderr": done.stderr,
+            "duration_s": time.monotonic() - t0,
+        }
+        (outdir / f"{case['id']}__r.json").write_text(json.dumps(doc))
+        print(case["id"], command, "exit", done.returncode, f"{doc['duration_s']:.1f}s", flush=True)
+
+
 def parse(outdir: Path) -> None:
     """Parse every saved output with the ``runners`` on ``sys.path``; one JSON line per command."""
     from runners.base import Execution
+    from runners.commands import resolve_test_command
     from runners.results import framework_of_command, parse_output
 
     runs: dict[str, Any] = {}
@@ -86,7 +121,10 @@ def parse(outdir: Path) -> None:
         doc = json.loads(path.read_text())
         shell = doc["command"].removesuffix(" #2")
         execution = Execution(shell, doc["exit_code"], doc["stdout"], doc["stderr"], doc["duration_s"])
-        run = parse_output(execution, framework_of_command(shell))
+        work = outdir / "work" / doc["case"]
+        # The framework ARCS itself would read the output as (npm test: from package.json).
+        hint = resolve_test_command(work, explicit=shell).framework if work.is_dir() else None
+        run = parse_output(execution, hint or framework_of_command(shell))
         ids = [r.id for r in run.results]
         failures = run.failures
         row = {
@@ -118,6 +156,8 @@ def main(argv: list[str]) -> int:
     """Entry point."""
     if argv[:1] == ["record"] and len(argv) == 3:
         record(Path(argv[1]), Path(argv[2]))
+    elif argv[:1] == ["resolved"] and len(argv) == 3:
+        resolved(Path(argv[1]), Path(argv[2]))
     elif argv[:1] == ["parse"] and len(argv) == 2:
         parse(Path(argv[1]))
     else:
