@@ -582,7 +582,9 @@ def _resolved(
     if framework in ("jest", "vitest") and re.match(r"^(?:yarn|pnpm)\s", _last_segment(command)):
         junit = False
         note = _join(note, "report flags are not passed through yarn/pnpm scripts: reading the text output")
-    if framework in _JS_FRAMEWORKS or re.match(r"^(?:npm|npx|yarn|pnpm|node)\s", _last_segment(command)):
+    if framework in frameworks.on_runtime("node") or re.match(
+        r"^(?:npm|npx|yarn|pnpm|node)\s", _last_segment(command)
+    ):
         note = _join(note, npm_scripts.node_line())
     env = dict(BASE_ENV)
     if framework == "jest" and junit:
@@ -605,9 +607,6 @@ def _resolved(
         note=note,
         pythonpath=pythonpath,
     )
-
-
-_JS_FRAMEWORKS = frozenset({"jest", "vitest", "mocha", "node", "tap"})
 
 
 def _join(note: str, more: str) -> str:

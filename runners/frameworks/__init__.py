@@ -54,6 +54,11 @@ def of_packages(names: set[str]) -> Framework | None:
     return None
 
 
+def on_runtime(runtime: str) -> frozenset[str]:
+    """The frameworks whose tests run on ``runtime`` (``node``: jest, vitest, mocha, ...)."""
+    return frozenset(row.name for row in TABLE if row.runtime == runtime)
+
+
 def fail_fast_flags() -> tuple[FailFastFlag, ...]:
     """Every fail-fast flag of every row."""
     return tuple(f for row in TABLE for f in row.fail_fast)

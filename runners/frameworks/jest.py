@@ -14,6 +14,7 @@ ROW = Row(
     command=re.compile(r"\bjest\b|\breact-scripts test\b"),
     signature=re.compile(r"^Tests:\s+.*\btotal$|^\s+● ", re.M),
     parse=parse_jest_text,
+    runtime="node",
     fail_fast=flags("jest", ("--bail", "optional"), ("-b", "none")),
     packages=("jest",),
 )

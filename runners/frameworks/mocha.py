@@ -183,6 +183,7 @@ ROW = Row(
     command=re.compile(r"(?:^|[\s/;&|(])_?mocha(?=\s|$)"),
     signature=SIGNATURE,
     parse=parse_mocha_text,
+    runtime="node",
     fail_fast=flags("mocha", ("--bail", "none"), ("-b", "none")),
     packages=("mocha",),
 )

@@ -13,4 +13,5 @@ ROW = Row(
     command=re.compile(r"(?:^|[\s/;&|(])node(?:\s+-{1,2}[\w-]+(?:=\S+|\s+[^-\s]\S*)?)*?\s+--test(?=\s|$)"),
     signature=re.compile(r"^TAP version \d+\n(?:.*\n)*?# Subtest: ", re.M),
     parse=parse_node_tap,
+    runtime="node",
 )

@@ -42,6 +42,9 @@ class Row:
     """The flag that makes a runner which stops early *by default* run everything (cargo)."""
     packages: tuple[str, ...] = ()
     """npm packages whose presence means ``npm test`` probably runs this framework."""
+    runtime: str = ""
+    """The runtime its tests run on (``node`` for the JavaScript runners: the note names which
+    ``node`` the sandbox runs); ``""`` for the others."""
 
 
 def flags(runner: str, *specs: tuple[str, ValueKind]) -> tuple[FailFastFlag, ...]:

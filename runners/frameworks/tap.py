@@ -16,5 +16,6 @@ ROW = Row(
         re.M,
     ),
     parse=parse_tap_text,
+    runtime="node",
     packages=("tape",),
 )

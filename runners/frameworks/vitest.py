@@ -12,6 +12,7 @@ ROW = Row(
     command=re.compile(r"\bvitest\b"),
     signature=re.compile(r"^\s*Test Files\s+\d", re.M),
     parse=parse_vitest_text,
+    runtime="node",
     fail_fast=flags("vitest", ("--bail", "optional")),
     packages=("vitest",),
 )

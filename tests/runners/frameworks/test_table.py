@@ -22,6 +22,10 @@ def test_fail_fast_flags_come_from_the_rows() -> None:
     assert {f.flag for f in FAIL_FAST_FLAGS if f.runner == "mocha"} == {"--bail", "-b"}
 
 
+def test_node_runners() -> None:
+    assert frameworks.on_runtime("node") == {"jest", "vitest", "mocha", "node", "tap"}
+
+
 def test_first_row_wins() -> None:
     # `mocha --reporter tap` names both mocha and tap: mocha's row comes first.
     assert frameworks.of_command("mocha --reporter tap test") == "mocha"
