@@ -56,9 +56,9 @@ def parse_mocha_text(text: str) -> Parsed:
     by_number: dict[str, str] = {}
     stack: list[tuple[int, str]] = []
     for line in lines[:summary]:
-        if not line.strip():
-            continue
         indent = len(line) - len(line.lstrip(" "))
+        if not line.strip() or indent < 2:
+            continue  # mocha indents its whole report: a line at the margin is the tests' own output
         while stack and stack[-1][0] >= indent:
             stack.pop()
         m = _CASE.match(line)

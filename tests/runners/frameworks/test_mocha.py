@@ -74,3 +74,11 @@ def test_mocha_commands_and_output_are_recognised() -> None:
     assert framework_of_command("./node_modules/.bin/_mocha -R spec") == "mocha"
     run = parse_output(Execution("npx mocha", 1, read("mocha12_spec_sprintf.txt"), "", 1.0))
     assert run.framework == "mocha" and len(run.failed_ids) == 1 and not run.errors
+
+
+def test_console_output_between_tests_keeps_the_suites() -> None:
+    text = read("mocha12_spec_hooks.txt").replace(
+        "      ✔ adds small numbers\n", "      ✔ adds small numbers\nlogged by a test\n"
+    )
+    assert "logged by a test" in text
+    assert outcomes(text) == outcomes(read("mocha12_spec_hooks.txt"))
