@@ -32,6 +32,11 @@ import yaml
 from runners import frameworks, npm_scripts, wsfs
 from runners.config import RepoConfig
 from runners.errors import UsageError
+from runners.frameworks.shell import NPM_TEST as _NPM_TEST
+from runners.frameworks.shell import last_segment as _last_segment
+from runners.frameworks.shell import plain as _plain
+from runners.frameworks.shell import quote_all as _quote_all
+from runners.frameworks.shell import split_last as _split_last
 from runners.logs import FailedStep
 from runners.results import Framework, framework_of_command
 from runners.shellenv import activate_prefix, export_pythonpath, keep_pythonpath, setup_prefix
@@ -190,7 +195,6 @@ _PYTEST = re.compile(r"(?:^|\s)(?:\S*python[\d.]*\s+-m\s+pytest|\S*pytest|py\.te
 _GO_TEST = re.compile(r"(?:^|\s)go\s+test(?=\s|$)")
 _JEST = re.compile(r"(?:^|\s)(?:npx\s+|yarn\s+|pnpm\s+(?:exec\s+)?)?jest(?=\s|$)")
 _VITEST = re.compile(r"(?:^|\s)(?:npx\s+|yarn\s+|pnpm\s+(?:exec\s+)?)?vitest(?=\s|$)")
-_NPM_TEST = re.compile(r"^npm\s+(?:run\s+)?test(?=\s|$)")
 # `node [node options] --test`: the reporter flags go right after `--test` (node reads options only
 # before the first file argument).
 _NODE_TEST = re.compile(r"(?:^|\s)node(?:\s+-{1,2}[\w-]+(?:=\S+|\s+[^-\s]\S*)?)*?\s+--test(?=\s|$)")
@@ -198,57 +202,6 @@ _NODE_ARGS = (
     "--test-reporter=spec --test-reporter-destination=stdout "
     '--test-reporter=junit --test-reporter-destination="$ARCS_OUT/junit.xml"'
 )
-
-
-def _unquoted(text: str) -> list[tuple[int, str]]:
-    """(index, char) of the characters of ``text`` outside single/double quotes."""
-    out: list[tuple[int, str]] = []
-    quote: str | None = None
-    escaped = False
-    for i, ch in enumerate(text):
-        if escaped:
-            escaped = False
-            continue
-        if ch == "\\" and quote != "'":
-            escaped = True
-            continue
-        if quote is not None:
-            if ch == quote:
-                quote = None
-            continue
-        if ch in "'\"":
-            quote = ch
-            continue
-        out.append((i, ch))
-    return out
-
-
-def _last_segment(command: str) -> str:
-    """The last simple command of a shell line (after the last unquoted ``&&``, ``||``, ``;`` or newline)."""
-    text = command.strip()
-    chars = _unquoted(text)
-    cut = 0
-    for k, (i, ch) in enumerate(chars):
-        nxt = chars[k + 1] if k + 1 < len(chars) else None
-        if ch in ";\n":
-            cut = i + 1
-        elif ch in "&|" and nxt is not None and nxt[1] == ch and nxt[0] == i + 1:
-            cut = i + 2
-    return text[cut:].strip()
-
-
-def _plain(segment: str) -> bool:
-    # Appending flags is only safe when nothing after the command would receive them instead
-    # (no unquoted pipe, redirection, background job or command substitution).
-    chars = _unquoted(segment)
-    if any(ch in "|<>&`" for _, ch in chars):
-        return False
-    return not any(ch == "$" and segment[i + 1 : i + 2] == "(" for i, ch in chars)
-
-
-def _regex_escape(text: str) -> str:
-    # Escape only regex metacharacters: JS (jest -t) and RE2 (go -run) both accept these escapes.
-    return re.sub(r"([.*+?^${}()|\[\]\\/])", r"\\\1", text)
 
 
 def _append_to_last(command: str, extra: str) -> str:
@@ -313,90 +266,12 @@ def _unittest_verbose(command: str, last: str) -> str:
 
 # --------------------------------------------------------------------------- selection
 
-_PYTEST_VALUE_OPTS = frozenset(
-    [
-        "-k",
-        "-m",
-        "-c",
-        "-p",
-        "-o",
-        "-n",
-        "-W",
-        "-r",
-        "--rootdir",
-        "--confcutdir",
-        "--basetemp",
-        "--junitxml",
-        "--junit-xml",
-        "--junit-prefix",
-        "--tb",
-        "--maxfail",
-        "--durations",
-        "--log-level",
-        "--log-cli-level",
-        "--cov-report",
-        "--cov-config",
-        "--cov-fail-under",
-        "--ignore",
-        "--ignore-glob",
-        "--deselect",
-        "--import-mode",
-        "--capture",
-        "--timeout",
-        "--dist",
-        "--maxprocesses",
-        "--randomly-seed",
-        "--override-ini",
-        "--numprocesses",
-        "--reruns",
-        "--reruns-delay",
-        "--only-rerun",
-        "--count",
-    ]
-)
-_PYTEST_DROP = frozenset(
-    {"--reruns", "--reruns-delay", "--only-rerun", "--lf", "--last-failed", "--ff", "-x", "--exitfirst"}
-)
-_GO_VALUE_FLAGS = frozenset(
-    [
-        "-run",
-        "-skip",
-        "-count",
-        "-tags",
-        "-timeout",
-        "-p",
-        "-parallel",
-        "-cpu",
-        "-bench",
-        "-benchtime",
-        "-coverprofile",
-        "-covermode",
-        "-coverpkg",
-        "-exec",
-        "-ldflags",
-        "-gcflags",
-        "-asmflags",
-        "-o",
-        "-shuffle",
-        "-vet",
-        "-mod",
-        "-modfile",
-    ]
-)
-
-
-def _quote_all(args: Iterable[str]) -> str:
-    return " ".join(shlex.quote(a) for a in args)
-
-
-def _split_last(command: str) -> tuple[str, str]:
-    """(everything before the last shell segment, the last segment)."""
-    last = _last_segment(command)
-    head = command.rstrip()[: len(command.rstrip()) - len(last)]
-    return head, last
-
 
 def _select(command: str, framework: Framework, ids: list[str]) -> str | None:
+    """``command`` narrowed to ``ids`` by the framework's row, or None when it cannot select."""
+    row = frameworks.BY_NAME.get(framework)
+    if row is None or row.select is None:
+        return None
     head, last = _split_last(command)
     if not _plain(last):
         return None
@@ -404,123 +279,7 @@ def _select(command: str, framework: Framework, ids: list[str]) -> str | None:
         tokens = shlex.split(last)
     except ValueError:
         return None
-    if framework == "pytest":
-        return _select_pytest(head, tokens, ids)
-    if framework == "unittest":
-        idx = next((i for i, t in enumerate(tokens) if t == "unittest"), None)
-        if idx is None:
-            return None
-        opts = [t for t in tokens[idx + 1 :] if t in ("-v", "--verbose", "-b", "--buffer", "-q", "--quiet")]
-        return head + _quote_all([*tokens[: idx + 1], *opts, *ids])
-    if framework == "go":
-        return _select_go(head, tokens, ids)
-    if framework == "cargo":
-        if "--" in tokens:
-            cut = tokens.index("--")
-            return head + _quote_all([*tokens[: cut + 1], "--exact", *tokens[cut + 1 :], *ids])
-        return head + _quote_all([*tokens, "--", "--exact", *ids])
-    if framework in ("jest", "vitest"):
-        return _select_js(head, last, tokens, ids)
-    if framework == "mocha":
-        # --grep matches the full title, which is the id (runners.frameworks.mocha).
-        pattern = "^(?:" + "|".join(_regex_escape(i) for i in dict.fromkeys(ids)) + ")$"
-        dashes = ["--"] if _NPM_TEST.match(last) and "--" not in tokens else []
-        return head + _quote_all([*tokens, *dashes, "--grep", pattern])
-    if framework == "maven":
-        by_class: dict[str, list[str]] = {}
-        for test_id in ids:
-            cls, _, method = test_id.partition("#")
-            by_class.setdefault(cls, []).append(method)
-        spec = ",".join(f"{c}#{'+'.join(m for m in ms if m)}" if any(ms) else c for c, ms in by_class.items())
-        kept = [t for t in tokens if not t.startswith("-Dtest=")]
-        return head + _quote_all([*kept, f"-Dtest={spec}", "-Dsurefire.failIfNoSpecifiedTests=false"])
-    if framework == "gradle":
-        tests = [f"--tests={t.replace('#', '.')}" for t in ids]
-        return head + _quote_all([*tokens, *tests])
-    return None
-
-
-def _select_pytest(head: str, tokens: list[str], ids: list[str]) -> str | None:
-    idx = next((i for i, t in enumerate(tokens) if t.endswith("pytest") or t == "py.test"), None)
-    if idx is None:
-        return None
-    kept: list[str] = []
-    rest = tokens[idx + 1 :]
-    i = 0
-    while i < len(rest):
-        tok = rest[i]
-        name = tok.split("=", 1)[0]
-        takes_value = (
-            name in _PYTEST_VALUE_OPTS
-            and "=" not in tok
-            and not (name.startswith("-") and len(name) == 2 and len(tok) > 2)
-        )
-        if name in _PYTEST_DROP:
-            i += 2 if takes_value else 1  # reruns would hide the flakiness triage is looking for
-            continue
-        if tok.startswith("-"):
-            kept.append(tok)
-            if takes_value and i + 1 < len(rest):
-                kept.append(rest[i + 1])
-                i += 1
-        # Positional arguments (paths, node ids) are replaced by the selected ids.
-        i += 1
-    return head + _quote_all([*tokens[: idx + 1], *kept, *ids])
-
-
-def _select_go(head: str, tokens: list[str], ids: list[str]) -> str | None:
-    try:
-        idx = next(i for i in range(len(tokens) - 1) if tokens[i] == "go" and tokens[i + 1] == "test")
-    except StopIteration:
-        return None
-    flags: list[str] = []
-    rest = tokens[idx + 2 :]
-    i = 0
-    while i < len(rest):
-        tok = rest[i]
-        if tok == "-args":
-            break
-        name = tok.split("=", 1)[0]
-        if tok.startswith("-"):
-            if name in ("-run", "-count", "--run", "--count"):
-                i += 1 if "=" in tok else 2
-                continue
-            flags.append(tok)
-            if name in _GO_VALUE_FLAGS and "=" not in tok and i + 1 < len(rest):
-                flags.append(rest[i + 1])
-                i += 1
-        i += 1
-    packages: list[str] = []
-    names: list[str] = []
-    for test_id in ids:
-        pkg, sep, name = test_id.rpartition("::")
-        top = name.split("/", 1)[0]
-        if sep and pkg not in packages:
-            packages.append(pkg)
-        if top not in names:
-            names.append(top)
-    pattern = "^(" + "|".join(_regex_escape(n) for n in names) + ")$"
-    # -count=1: never serve a cached result when the point is to run the test again.
-    return head + _quote_all(["go", "test", *flags, "-count=1", "-run", pattern, *(packages or ["./..."])])
-
-
-def _select_js(head: str, last: str, tokens: list[str], ids: list[str]) -> str:
-    files: list[str] = []
-    names: list[str] = []
-    for test_id in ids:
-        file, sep, name = test_id.partition("::")
-        if not sep:
-            file, name = "", test_id
-        if file and file not in files:
-            files.append(file)
-        if name not in names:
-            names.append(name)
-    pattern = "^(?:" + "|".join(_regex_escape(n) for n in names) + ")$"
-    extra = [*files, "-t", pattern]
-    if _NPM_TEST.match(last):
-        dashes = [] if "--" in tokens else ["--"]
-        return head + _quote_all([*tokens, *dashes, *extra])
-    return head + _quote_all([*tokens, *extra])
+    return row.select(head, last, tokens, ids)
 
 
 # --------------------------------------------------------------------------- resolution

@@ -21,6 +21,8 @@ from pathlib import Path
 
 from runners import frameworks, wsfs
 from runners.frameworks.row import FailFastFlag, ValueKind
+from runners.frameworks.shell import plain as _plain
+from runners.frameworks.shell import split_last as _split_last
 
 _CONFIG_LIMIT = 1 << 20
 """How much of a config file (``setup.cfg``, ``package.json``, ``.mocharc``) the host reads."""
@@ -81,20 +83,6 @@ def flags_of(runner: str) -> tuple[FailFastFlag, ...]:
 
 def _runner_of(tokens: list[str], framework: str | None) -> str | None:
     return framework or frameworks.of_command(" ".join(tokens))
-
-
-def _split_last(command: str) -> tuple[str, str]:
-    from runners.commands import _last_segment
-
-    last = _last_segment(command)
-    head = command.rstrip()[: len(command.rstrip()) - len(last)]
-    return head, last
-
-
-def _plain(segment: str) -> bool:
-    from runners.commands import _plain as plain
-
-    return plain(segment)
 
 
 def strip_tokens(tokens: list[str], runner: str) -> tuple[list[str], list[str]]:

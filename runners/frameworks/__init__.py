@@ -2,9 +2,10 @@
 
 :data:`TABLE` is the one place that names the frameworks ARCS reads: which command runs one
 (:func:`of_command`), which output is one's (:func:`detect`), its text parser, its fail-fast
-flags (:mod:`runners.failfast`) and the npm packages that point at it behind ``npm test``. Its
-order is the precedence: the first row whose pattern matches wins. Adapting a command for a
-machine-readable report and selecting tests by id stay in :mod:`runners.commands`.
+flags (:mod:`runners.failfast`), how to run only some of its tests (``select``, used by
+:meth:`runners.commands.ResolvedCommand.selecting`), the runtime it needs and the npm packages that
+point at it behind ``npm test``. Its order is the precedence: the first row whose pattern matches
+wins. Adapting a command for a machine-readable report (JUnit flags) stays in :mod:`runners.commands`.
 """
 
 from __future__ import annotations

@@ -6,7 +6,17 @@ from __future__ import annotations
 import re
 
 from runners.frameworks.row import Row
+from runners.frameworks.shell import quote_all
 from runners.results_compiled import parse_cargo_text
+
+
+def select(head: str, last: str, tokens: list[str], ids: list[str]) -> str | None:
+    """``cargo test -- --exact <names>``."""
+    if "--" in tokens:
+        cut = tokens.index("--")
+        return head + quote_all([*tokens[: cut + 1], "--exact", *tokens[cut + 1 :], *ids])
+    return head + quote_all([*tokens, "--", "--exact", *ids])
+
 
 ROW = Row(
     name="cargo",
@@ -14,4 +24,5 @@ ROW = Row(
     signature=re.compile(r"^(test result: |running \d+ tests?$)", re.M),
     parse=parse_cargo_text,
     run_all="--no-fail-fast",
+    select=select,
 )

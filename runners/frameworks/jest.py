@@ -7,7 +7,29 @@ from __future__ import annotations
 import re
 
 from runners.frameworks.row import Row, flags
+from runners.frameworks.shell import NPM_TEST, quote_all, regex_escape
 from runners.results_js import parse_jest_text
+
+
+def select(head: str, last: str, tokens: list[str], ids: list[str]) -> str | None:
+    """``<files> -t '^(?:name|name)$'`` (jest and vitest; through ``npm test --``)."""
+    files: list[str] = []
+    names: list[str] = []
+    for test_id in ids:
+        file, sep, name = test_id.partition("::")
+        if not sep:
+            file, name = "", test_id
+        if file and file not in files:
+            files.append(file)
+        if name not in names:
+            names.append(name)
+    pattern = "^(?:" + "|".join(regex_escape(n) for n in names) + ")$"
+    extra = [*files, "-t", pattern]
+    if NPM_TEST.match(last):
+        dashes = [] if "--" in tokens else ["--"]
+        return head + quote_all([*tokens, *dashes, *extra])
+    return head + quote_all([*tokens, *extra])
+
 
 ROW = Row(
     name="jest",
@@ -17,4 +39,5 @@ ROW = Row(
     runtime="node",
     fail_fast=flags("jest", ("--bail", "optional"), ("-b", "none")),
     packages=("jest",),
+    select=select,
 )

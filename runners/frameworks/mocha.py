@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from runners.frameworks.row import Row, flags
+from runners.frameworks.shell import NPM_TEST, quote_all, regex_escape
 from runners.results_frames import _failure, extract_frames
 from runners.results_js import parse_tap_text
 from runners.results_types import Outcome, Parsed, TestFailure, TestResult, strip_ansi
@@ -178,6 +179,13 @@ def _block_failure(test_id: str, body: Sequence[str], *, type_: str | None = Non
     )
 
 
+def select(head: str, last: str, tokens: list[str], ids: list[str]) -> str | None:
+    """``--grep '^(?:id|id)$'``: it matches the full title, which is the id (through ``npm test --``)."""
+    pattern = "^(?:" + "|".join(regex_escape(i) for i in dict.fromkeys(ids)) + ")$"
+    dashes = ["--"] if NPM_TEST.match(last) and "--" not in tokens else []
+    return head + quote_all([*tokens, *dashes, "--grep", pattern])
+
+
 ROW = Row(
     name="mocha",
     command=re.compile(r"(?:^|[\s/;&|(])_?mocha(?=\s|$)"),
@@ -186,6 +194,7 @@ ROW = Row(
     runtime="node",
     fail_fast=flags("mocha", ("--bail", "none"), ("-b", "none")),
     packages=("mocha",),
+    select=select,
 )
 
 __all__ = ["ROW", "SIGNATURE", "parse_mocha_text"]

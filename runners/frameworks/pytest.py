@@ -5,7 +5,83 @@ from __future__ import annotations
 import re
 
 from runners.frameworks.row import Row, flags
+from runners.frameworks.shell import quote_all
 from runners.results_python import parse_pytest_text
+
+_PYTEST_VALUE_OPTS = frozenset(
+    [
+        "-k",
+        "-m",
+        "-c",
+        "-p",
+        "-o",
+        "-n",
+        "-W",
+        "-r",
+        "--rootdir",
+        "--confcutdir",
+        "--basetemp",
+        "--junitxml",
+        "--junit-xml",
+        "--junit-prefix",
+        "--tb",
+        "--maxfail",
+        "--durations",
+        "--log-level",
+        "--log-cli-level",
+        "--cov-report",
+        "--cov-config",
+        "--cov-fail-under",
+        "--ignore",
+        "--ignore-glob",
+        "--deselect",
+        "--import-mode",
+        "--capture",
+        "--timeout",
+        "--dist",
+        "--maxprocesses",
+        "--randomly-seed",
+        "--override-ini",
+        "--numprocesses",
+        "--reruns",
+        "--reruns-delay",
+        "--only-rerun",
+        "--count",
+    ]
+)
+_PYTEST_DROP = frozenset(
+    {"--reruns", "--reruns-delay", "--only-rerun", "--lf", "--last-failed", "--ff", "-x", "--exitfirst"}
+)
+
+
+def select(head: str, last: str, tokens: list[str], ids: list[str]) -> str | None:
+    """The pytest command with the ids as its only positional arguments (reruns dropped)."""
+    idx = next((i for i, t in enumerate(tokens) if t.endswith("pytest") or t == "py.test"), None)
+    if idx is None:
+        return None
+    kept: list[str] = []
+    rest = tokens[idx + 1 :]
+    i = 0
+    while i < len(rest):
+        tok = rest[i]
+        name = tok.split("=", 1)[0]
+        takes_value = (
+            name in _PYTEST_VALUE_OPTS
+            and "=" not in tok
+            and not (name.startswith("-") and len(name) == 2 and len(tok) > 2)
+        )
+        if name in _PYTEST_DROP:
+            i += 2 if takes_value else 1  # reruns would hide the flakiness triage is looking for
+            continue
+        if tok.startswith("-"):
+            kept.append(tok)
+            if takes_value and i + 1 < len(rest):
+                kept.append(rest[i + 1])
+                i += 1
+        # Positional arguments (paths, node ids) are replaced by the selected ids.
+        i += 1
+    return head + quote_all([*tokens[: idx + 1], *kept, *ids])
+
 
 ROW = Row(
     name="pytest",
@@ -23,4 +99,5 @@ ROW = Row(
         ("--sw", "none"),
         ("--stepwise", "none"),
     ),
+    select=select,
 )

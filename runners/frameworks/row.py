@@ -15,6 +15,11 @@ ValueKind = Literal["none", "required", "optional"]
 ``--flag=N`` or a following number (``--bail 2``)."""
 
 
+Selector = Callable[[str, str, list[str], list[str]], "str | None"]
+"""``(head, last, tokens, ids) -> command``: the shell line before the last simple command, that
+command, its tokens and the test ids to run; the narrowed line, or None when it cannot."""
+
+
 @dataclass(frozen=True, slots=True)
 class FailFastFlag:
     """One fail-fast flag of one runner."""
@@ -42,6 +47,8 @@ class Row:
     """The flag that makes a runner which stops early *by default* run everything (cargo)."""
     packages: tuple[str, ...] = ()
     """npm packages whose presence means ``npm test`` probably runs this framework."""
+    select: Selector | None = None
+    """Narrows a simple command to test ids (``None``: the framework cannot select tests)."""
     runtime: str = ""
     """The runtime its tests run on (``node`` for the JavaScript runners: the note names which
     ``node`` the sandbox runs); ``""`` for the others."""
@@ -52,4 +59,4 @@ def flags(runner: str, *specs: tuple[str, ValueKind]) -> tuple[FailFastFlag, ...
     return tuple(FailFastFlag(runner, flag, value) for flag, value in specs)
 
 
-__all__ = ["FailFastFlag", "Row", "ValueKind", "flags"]
+__all__ = ["FailFastFlag", "Row", "Selector", "ValueKind", "flags"]

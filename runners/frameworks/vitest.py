@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from runners.frameworks.jest import select
 from runners.frameworks.row import Row, flags
 from runners.results_js import parse_vitest_text
 
@@ -15,4 +16,5 @@ ROW = Row(
     runtime="node",
     fail_fast=flags("vitest", ("--bail", "optional")),
     packages=("vitest",),
+    select=select,
 )

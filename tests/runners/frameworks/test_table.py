@@ -22,6 +22,11 @@ def test_fail_fast_flags_come_from_the_rows() -> None:
     assert {f.flag for f in FAIL_FAST_FLAGS if f.runner == "mocha"} == {"--bail", "-b"}
 
 
+def test_rows_that_select_tests() -> None:
+    selecting = {row.name for row in frameworks.TABLE if row.select is not None}
+    assert selecting == {"pytest", "unittest", "go", "cargo", "jest", "vitest", "mocha", "maven", "gradle"}
+
+
 def test_node_runners() -> None:
     assert frameworks.on_runtime("node") == {"jest", "vitest", "mocha", "node", "tap"}
 
