@@ -15,7 +15,8 @@ The ``spec`` reporter lists every test under its suites (``✔ title``, ``✔ ti
           ...
           at Context.<anonymous> (test/test.js:30:16)
 
-The title path of a block is one line per level (the last ends with ``:``); a hook failure names
+The title path of a block is one line per level (the last ends with ``:``; mocha < 6 prints it on
+one line, ✓ for passed); a hook failure names
 the hook (``"before each" hook for "adds"``): the test it ran for fails, a ``before all``/``after
 all`` hook is a run-level error of its suite.
 """
@@ -83,7 +84,8 @@ def parse_mocha_text(text: str) -> Parsed:
     errors: list[TestFailure] = []
     for num, path, body in _blocks(lines[summary:]):
         *suites, last = path
-        hook = _HOOK.match(last)
+        # mocha < 6 prints the whole title path on the block's first line.
+        hook = _HOOK_IN_ID.search(" " + " ".join(path))
         test_id = by_number.get(num) or _hook_target(suites, last) or " ".join(path)
         if hook and not (hook["scope"] == "each" and hook["test"]):
             errors.append(_block_failure(" ".join(path), body, type_="hook"))

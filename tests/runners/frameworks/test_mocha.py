@@ -82,3 +82,19 @@ def test_console_output_between_tests_keeps_the_suites() -> None:
     )
     assert "logged by a test" in text
     assert outcomes(text) == outcomes(read("mocha12_spec_hooks.txt"))
+
+
+def test_mocha_3_prints_the_title_path_on_one_line() -> None:
+    # The same test file under mocha 3.5.3 (sprintf-js 1.1.1's own devDependency range).
+    spec = parse_mocha_text(read("mocha3_spec_hooks.txt"))
+    assert {r.id: r.outcome for r in spec.results} == outcomes(read("mocha12_spec_hooks.txt"))
+    by_id = {r.id: r.failure for r in spec.results}
+    neg = by_id["calc add adds negatives"]
+    assert neg is not None and (neg.type, neg.line) == ("AssertionError", 6)
+    assert [(e.id, e.type, e.message) for e in spec.errors] == [
+        ('broken suite "before all" hook', "hook", "no db")
+    ]
+    # Its tap reporter plans 7 points and prints 6: the unreported test is unknown, never passed.
+    tap = parse_mocha_text(read("mocha3_tap_hooks.txt"))
+    assert {r.id: r.outcome for r in tap.results} == outcomes(read("mocha12_spec_hooks.txt"))
+    assert any(e.id == "<run>" and e.type == "tap-truncated" for e in tap.errors)
