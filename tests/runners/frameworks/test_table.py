@@ -60,3 +60,20 @@ def test_jest_25_durations_are_not_part_of_ids() -> None:
     # jest 27's "(28 ms)" as well.
     spaced = "PASS a.test.js\n  ✓ adds (28 ms)\n  ✓ subs (1.2 s)\n"
     assert [r.id for r in parse_jest_text(spaced).results] == ["a.test.js::adds", "a.test.js::subs"]
+
+
+def test_jest_26_and_29_ids_match_without_durations() -> None:
+    from pathlib import Path
+
+    from runners.results import parse_jest_text
+
+    # jest 26.6.3 and 29.7.0, the same file: `✓ slow (really) (41 ms)`; the title's own parentheses stay.
+    outputs = Path(__file__).resolve().parents[2] / "fixtures/outputs"
+    want = {
+        "./sum.test.js::calc adds": "passed",
+        "./sum.test.js::calc slow (really)": "passed",
+        "./sum.test.js::calc subs": "failed",
+    }
+    for major in (26, 29):
+        parsed = parse_jest_text((outputs / f"jest{major}_verbose_durations.txt").read_text())
+        assert {r.id: r.outcome for r in parsed.results} == want
