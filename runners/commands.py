@@ -291,26 +291,28 @@ def resolve_test_command(
     explicit: str | None = None,
     config: RepoConfig | None = None,
     failed_step: FailedStep | str | None = None,
+    toolchains: Sequence[Path] = (),
 ) -> ResolvedCommand:
     """Pick the test command for ``repo`` (see the module docstring for the order).
 
-    Raises :class:`runners.errors.UsageError` when nothing applies.
+    ``toolchains`` are the folders the sandbox will expose (``--toolchain``): the note names the
+    ``node`` they provide. Raises :class:`runners.errors.UsageError` when nothing applies.
     """
     repo = Path(repo)
     config = config or RepoConfig()
     setup = config.setup
     if explicit is not None and explicit.strip():
-        return _resolved(repo, explicit.strip(), "flag", setup=setup)
+        return _resolved(repo, explicit.strip(), "flag", setup=setup, toolchains=toolchains)
     if config.test:
-        return _resolved(repo, config.test, "config", setup=setup)
+        return _resolved(repo, config.test, "config", setup=setup, toolchains=toolchains)
     if failed_step is not None:
         found = _from_workflow(repo, failed_step)
         if found is not None:
             command, workdir = found
-            return _resolved(repo, command, "workflow", workdir=workdir, setup=setup)
+            return _resolved(repo, command, "workflow", workdir=workdir, setup=setup, toolchains=toolchains)
     convention = _from_conventions(repo)
     if convention is not None:
-        return _resolved(repo, convention, "convention", setup=setup)
+        return _resolved(repo, convention, "convention", setup=setup, toolchains=toolchains)
     raise UsageError(
         f"no test command found for {repo}: pass --cmd, set `test:` in .arcs.yml, "
         "or add a recognised project file (pytest config, package.json test script, go.mod, Cargo.toml, pom.xml)"
@@ -318,7 +320,13 @@ def resolve_test_command(
 
 
 def _resolved(
-    repo: Path, command: str, source: Source, *, workdir: str = "", setup: str | None = None
+    repo: Path,
+    command: str,
+    source: Source,
+    *,
+    workdir: str = "",
+    setup: str | None = None,
+    toolchains: Sequence[Path] = (),
 ) -> ResolvedCommand:
     root = repo / workdir if workdir else repo
     framework = framework_of_command(command) or _framework_of_script(root, command)
@@ -344,7 +352,7 @@ def _resolved(
     if framework in frameworks.on_runtime("node") or re.match(
         r"^(?:npm|npx|yarn|pnpm|node)\s", _last_segment(command)
     ):
-        note = _join(note, npm_scripts.node_line())
+        note = _join(note, npm_scripts.node_line(toolchains))
     env = dict(BASE_ENV)
     if framework == "jest" and junit:
         env.update(_JEST_JUNIT_ENV)

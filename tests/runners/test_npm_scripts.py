@@ -81,3 +81,15 @@ def test_node_line_names_the_sandbox_node_and_the_users(tmp_path: Path) -> None:
         node_line([tmp_path / "nvm"], path=os.fspath(fake))
         == f"node: the sandbox runs {fake / 'node'} (v18.0.0)"
     )
+
+
+def test_the_note_names_the_toolchain_node(tmp_path: Path) -> None:
+    nvm = tmp_path / "nvm"
+    (nvm / "bin").mkdir(parents=True)
+    (nvm / "bin" / "node").write_text("#!/bin/sh\necho v18.0.0\n")
+    (nvm / "bin" / "node").chmod(0o755)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "package.json").write_text(json.dumps({"scripts": {"test": "mocha"}}))
+    got = resolve_test_command(repo, toolchains=[nvm])
+    assert f"node: the sandbox runs {nvm / 'bin' / 'node'} (v18.0.0)" in got.note
