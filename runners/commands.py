@@ -32,10 +32,11 @@ import yaml
 from runners import frameworks, npm_scripts, wsfs
 from runners.config import RepoConfig
 from runners.errors import UsageError
+from runners.frameworks import go as go_row
+from runners.frameworks import node as node_row
 from runners.frameworks.shell import NPM_TEST as _NPM_TEST
 from runners.frameworks.shell import last_segment as _last_segment
 from runners.frameworks.shell import plain as _plain
-from runners.frameworks.shell import quote_all as _quote_all
 from runners.frameworks.shell import split_last as _split_last
 from runners.logs import FailedStep
 from runners.results import Framework, framework_of_command
@@ -191,77 +192,17 @@ class ResolvedCommand:
 
 # --------------------------------------------------------------------------- adaptation
 
-_PYTEST = re.compile(r"(?:^|\s)(?:\S*python[\d.]*\s+-m\s+pytest|\S*pytest|py\.test)(?=\s|$)")
-_GO_TEST = re.compile(r"(?:^|\s)go\s+test(?=\s|$)")
-_JEST = re.compile(r"(?:^|\s)(?:npx\s+|yarn\s+|pnpm\s+(?:exec\s+)?)?jest(?=\s|$)")
-_VITEST = re.compile(r"(?:^|\s)(?:npx\s+|yarn\s+|pnpm\s+(?:exec\s+)?)?vitest(?=\s|$)")
-# `node [node options] --test`: the reporter flags go right after `--test` (node reads options only
-# before the first file argument).
-_NODE_TEST = re.compile(r"(?:^|\s)node(?:\s+-{1,2}[\w-]+(?:=\S+|\s+[^-\s]\S*)?)*?\s+--test(?=\s|$)")
-_NODE_ARGS = (
-    "--test-reporter=spec --test-reporter-destination=stdout "
-    '--test-reporter=junit --test-reporter-destination="$ARCS_OUT/junit.xml"'
-)
-
-
-def _append_to_last(command: str, extra: str) -> str:
-    return command.rstrip() + " " + extra
+_GO_TEST = go_row.INVOKES
+_NODE_TEST = node_row.INVOKES
 
 
 def _adapt(command: str, framework: Framework) -> str:
+    """``command`` asking ``framework`` for its machine-readable report (the row's ``adapt``)."""
     last = _last_segment(command)
-    if not _plain(last):
+    row = frameworks.BY_NAME.get(framework)
+    if not _plain(last) or row is None or row.adapt is None:
         return command
-    if framework == "pytest" and _PYTEST.search(last):
-        return _append_to_last(
-            command, '--junitxml="$ARCS_OUT/junit.xml" -o junit_family=xunit1 -p no:cacheprovider'
-        )
-    if framework == "go" and _GO_TEST.search(last) and "-json" not in last.split():
-        return re.sub(r"\bgo\s+test\b(?![\s\S]*\bgo\s+test\b)", "go test -json", command)
-    if framework == "jest":
-        args = "--ci --reporters=default --reporters=jest-junit"
-        if _NPM_TEST.match(last):
-            return _append_to_last(command, ("-- " if " -- " not in f" {last} " else "") + args)
-        if _JEST.search(last):
-            return _append_to_last(command, args)
-        return command
-    if framework == "vitest":
-        args = '--reporter=default --reporter=junit --outputFile.junit="$ARCS_OUT/junit.xml"'
-        if _NPM_TEST.match(last):
-            return _append_to_last(command, ("-- " if " -- " not in f" {last} " else "") + args)
-        if _VITEST.search(last):
-            return _append_to_last(command, args)
-        return command
-    if framework == "node" and "--test-reporter" not in last:
-        # Reporters and destinations pair up in order: a user's own reporter is left alone.
-        if _NPM_TEST.match(last) and re.fullmatch(r"npm\s+(?:run\s+)?test(?:\s+--ignore-scripts)?", last):
-            return _append_to_last(command, "-- " + _NODE_ARGS)
-        head, _ = _split_last(command)
-        if m := _NODE_TEST.search(last):
-            return head + last[: m.end()] + " " + _NODE_ARGS + last[m.end() :]
-        return command
-    if framework == "unittest":
-        return _unittest_verbose(command, last)
-    if framework == "cargo" and re.search(r"\bcargo\s+test\b", last) and "--no-fail-fast" not in last:
-        # Without it cargo stops at the first failing test binary and later results are lost.
-        return re.sub(r"\bcargo\s+test\b", "cargo test --no-fail-fast", command, count=1)
-    return command
-
-
-def _unittest_verbose(command: str, last: str) -> str:
-    """``python -m unittest`` names passing tests only with ``-v``: without it a fixed target reads as
-    "not run". The flag goes right after ``unittest`` (or after ``discover``, which must come first)."""
-    try:
-        tokens = shlex.split(last)
-    except ValueError:
-        return command
-    if "unittest" not in tokens or {"-v", "--verbose"} & set(tokens):
-        return command
-    at = tokens.index("unittest") + 1
-    if at < len(tokens) and tokens[at] == "discover":
-        at += 1
-    head, _ = _split_last(command)
-    return head + _quote_all([*tokens[:at], "-v", *tokens[at:]])
+    return row.adapt(command, last)
 
 
 # --------------------------------------------------------------------------- selection

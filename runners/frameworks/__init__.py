@@ -4,8 +4,11 @@
 (:func:`of_command`), which output is one's (:func:`detect`), its text parser, its fail-fast
 flags (:mod:`runners.failfast`), how to run only some of its tests (``select``, used by
 :meth:`runners.commands.ResolvedCommand.selecting`), the runtime it needs and the npm packages that
-point at it behind ``npm test``. Its order is the precedence: the first row whose pattern matches
-wins. Adapting a command for a machine-readable report (JUnit flags) stays in :mod:`runners.commands`.
+point at it behind ``npm test``, and how to ask it for a machine-readable report (``adapt``: JUnit
+XML, ``go test -json``). Its order is the precedence: the first row whose pattern matches wins.
+What :mod:`runners.commands` still decides per framework: which reports are JUnit files
+(:attr:`runners.commands.ResolvedCommand.report`) and when not to adapt (jest without
+``jest-junit``, yarn/pnpm scripts, an ``npm test`` that is not exactly ``node --test``).
 """
 
 from __future__ import annotations

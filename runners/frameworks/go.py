@@ -73,11 +73,22 @@ def select(head: str, last: str, tokens: list[str], ids: list[str]) -> str | Non
     return head + quote_all(["go", "test", *flags, "-count=1", "-run", pattern, *(packages or ["./..."])])
 
 
+INVOKES = re.compile(r"(?:^|\s)go\s+test(?=\s|$)")
+
+
+def adapt(command: str, last: str) -> str:
+    """``go test -json`` (the last ``go test`` of the line)."""
+    if not INVOKES.search(last) or "-json" in last.split():
+        return command
+    return re.sub(r"\bgo\s+test\b(?![\s\S]*\bgo\s+test\b)", "go test -json", command)
+
+
 ROW = Row(
     name="go",
     command=re.compile(r"\bgo test\b|\bgotestsum\b"),
     signature=re.compile(r"^(--- (FAIL|PASS): |=== RUN |ok  \t|FAIL\t)", re.M),
     parse=parse_go_text,
     fail_fast=flags("go", ("-failfast", "none"), ("--failfast", "none")),
+    adapt=adapt,
     select=select,
 )

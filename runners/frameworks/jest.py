@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from runners.frameworks.row import Row, flags
-from runners.frameworks.shell import NPM_TEST, quote_all, regex_escape
+from runners.frameworks.shell import NPM_TEST, append_to_last, quote_all, regex_escape
 from runners.results_js import parse_jest_text
 
 
@@ -31,6 +31,17 @@ def select(head: str, last: str, tokens: list[str], ids: list[str]) -> str | Non
     return head + quote_all([*tokens, *extra])
 
 
+INVOKES = re.compile(r"(?:^|\s)(?:npx\s+|yarn\s+|pnpm\s+(?:exec\s+)?)?jest(?=\s|$)")
+
+
+def adapt(command: str, last: str) -> str:
+    """The ``jest-junit`` reporter next to the default one (only used when it is installed)."""
+    args = "--ci --reporters=default --reporters=jest-junit"
+    if NPM_TEST.match(last):
+        return append_to_last(command, ("-- " if " -- " not in f" {last} " else "") + args)
+    return append_to_last(command, args) if INVOKES.search(last) else command
+
+
 ROW = Row(
     name="jest",
     command=re.compile(r"\bjest\b|\breact-scripts test\b"),
@@ -39,5 +50,6 @@ ROW = Row(
     runtime="node",
     fail_fast=flags("jest", ("--bail", "optional"), ("-b", "none")),
     packages=("jest",),
+    adapt=adapt,
     select=select,
 )

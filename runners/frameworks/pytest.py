@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from runners.frameworks.row import Row, flags
-from runners.frameworks.shell import quote_all
+from runners.frameworks.shell import append_to_last, quote_all
 from runners.results_python import parse_pytest_text
 
 _PYTEST_VALUE_OPTS = frozenset(
@@ -83,6 +83,18 @@ def select(head: str, last: str, tokens: list[str], ids: list[str]) -> str | Non
     return head + quote_all([*tokens[: idx + 1], *kept, *ids])
 
 
+INVOKES = re.compile(r"(?:^|\s)(?:\S*python[\d.]*\s+-m\s+pytest|\S*pytest|py\.test)(?=\s|$)")
+
+
+def adapt(command: str, last: str) -> str:
+    """JUnit XML with file/line attributes, and no cache folder written into the workspace."""
+    if not INVOKES.search(last):
+        return command
+    return append_to_last(
+        command, '--junitxml="$ARCS_OUT/junit.xml" -o junit_family=xunit1 -p no:cacheprovider'
+    )
+
+
 ROW = Row(
     name="pytest",
     command=re.compile(r"\bpytest\b|\bpy\.test\b"),
@@ -99,5 +111,6 @@ ROW = Row(
         ("--sw", "none"),
         ("--stepwise", "none"),
     ),
+    adapt=adapt,
     select=select,
 )

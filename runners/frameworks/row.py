@@ -15,6 +15,10 @@ ValueKind = Literal["none", "required", "optional"]
 ``--flag=N`` or a following number (``--bail 2``)."""
 
 
+Adapter = Callable[[str, str], str]
+"""``(command, last) -> command``: the shell line and its last simple command (plain, see
+:func:`runners.frameworks.shell.plain`); the line asking for the report, or as it was."""
+
 Selector = Callable[[str, str, list[str], list[str]], "str | None"]
 """``(head, last, tokens, ids) -> command``: the shell line before the last simple command, that
 command, its tokens and the test ids to run; the narrowed line, or None when it cannot."""
@@ -47,6 +51,9 @@ class Row:
     """The flag that makes a runner which stops early *by default* run everything (cargo)."""
     packages: tuple[str, ...] = ()
     """npm packages whose presence means ``npm test`` probably runs this framework."""
+    adapt: Adapter | None = None
+    """Asks the command for a machine-readable report (JUnit XML, ``go test -json``) or for the
+    output the parser needs (``unittest -v``); ``None``: its text is read as it is."""
     select: Selector | None = None
     """Narrows a simple command to test ids (``None``: the framework cannot select tests)."""
     runtime: str = ""
@@ -59,4 +66,4 @@ def flags(runner: str, *specs: tuple[str, ValueKind]) -> tuple[FailFastFlag, ...
     return tuple(FailFastFlag(runner, flag, value) for flag, value in specs)
 
 
-__all__ = ["FailFastFlag", "Row", "Selector", "ValueKind", "flags"]
+__all__ = ["Adapter", "FailFastFlag", "Row", "Selector", "ValueKind", "flags"]

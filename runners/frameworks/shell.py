@@ -73,4 +73,18 @@ def split_last(command: str) -> tuple[str, str]:
     return head, last
 
 
-__all__ = ["NPM_TEST", "last_segment", "plain", "quote_all", "regex_escape", "split_last", "unquoted"]
+def append_to_last(command: str, extra: str) -> str:
+    """``command`` with ``extra`` appended (to its last simple command)."""
+    return command.rstrip() + " " + extra
+
+
+__all__ = [
+    "NPM_TEST",
+    "append_to_last",
+    "last_segment",
+    "plain",
+    "quote_all",
+    "regex_escape",
+    "split_last",
+    "unquoted",
+]

@@ -6,7 +6,19 @@ import re
 
 from runners.frameworks.jest import select
 from runners.frameworks.row import Row, flags
+from runners.frameworks.shell import NPM_TEST, append_to_last
 from runners.results_js import parse_vitest_text
+
+INVOKES = re.compile(r"(?:^|\s)(?:npx\s+|yarn\s+|pnpm\s+(?:exec\s+)?)?vitest(?=\s|$)")
+
+
+def adapt(command: str, last: str) -> str:
+    """vitest's built-in ``junit`` reporter next to the default one."""
+    args = '--reporter=default --reporter=junit --outputFile.junit="$ARCS_OUT/junit.xml"'
+    if NPM_TEST.match(last):
+        return append_to_last(command, ("-- " if " -- " not in f" {last} " else "") + args)
+    return append_to_last(command, args) if INVOKES.search(last) else command
+
 
 ROW = Row(
     name="vitest",
@@ -16,5 +28,6 @@ ROW = Row(
     runtime="node",
     fail_fast=flags("vitest", ("--bail", "optional")),
     packages=("vitest",),
+    adapt=adapt,
     select=select,
 )
