@@ -351,6 +351,9 @@ class _JsSpec(_Spec):
                 return [_with_outer(f, node) for f in self.classify(inner, False)]
             if inner.type == "assignment_expression":
                 return self._commonjs(node, inner)
+            if (fn := _iife_function(inner)) is not None:
+                # (function () {...})(); !function () {...}(): its body's definitions are the file's.
+                return [_Found("namespace", "", node, node, _field(fn, "body"))]
             return []
         if t in ("internal_module", "module"):
             name = _text(_field(node, "name")).strip("'\"`")
@@ -418,16 +421,24 @@ class _JsSpec(_Spec):
         left, right = _field(assign, "left"), _field(assign, "right")
         if left is None or right is None or left.type != "member_expression":
             return []
-        if right.type not in _JS_FUNCTION_VALUES:
-            return []
         name = _text(_field(left, "property"))
         obj = _field(left, "object")
-        if not name or name == "exports" or obj is None:
+        if not name or obj is None:
+            return []
+        if name == "exports" and _text(obj) == "module":
+            # module.exports = function stableStringify(...) {...}  /  module.exports = {a() {}, b: () => 1}
+            if right.type in _JS_FUNCTION_VALUES:
+                own = _text(_field(right, "name")) if right.type != "arrow_function" else ""
+                return [_Found("function", own or "module.exports", stmt, stmt, _field(right, "body"))]
+            return _object_functions(right) if right.type == "object" else []
+        if right.type not in _JS_FUNCTION_VALUES or name == "exports":
             return []
         if obj.type == "member_expression" and _text(_field(obj, "property")) == "prototype":
             owner = _text(_field(obj, "object"))
             return [_Found("method", name, stmt, stmt, _field(right, "body"), scope=(owner,))]
-        return [_Found("function", name, stmt, stmt, _field(right, "body"))]
+        owner = _text(obj) if obj.type == "identifier" and _text(obj) not in _JS_GLOBALS else ""
+        # sprintf.format = function () {...}: qualified by its object, as a method of it would be.
+        return [_Found("function", name, stmt, stmt, _field(right, "body"), scope=(owner,) if owner else ())]
 
     def top_level_names(self, root: Node) -> Iterator[tuple[str, int]]:
         for child in root.named_children:
@@ -449,6 +460,46 @@ class _JsSpec(_Spec):
                 "function_signature",
             ):
                 yield _text(_field(node, "name")), child.start_point[0]
+
+
+_JS_GLOBALS = frozenset({"exports", "module", "window", "this", "self", "global", "globalThis", "root"})
+
+
+def _iife_function(expr: Node) -> Node | None:
+    """The function an immediately-invoked function expression calls, else None."""
+    node = expr
+    for _ in range(3):  # ( ... ), !... , void ...
+        if node.type == "parenthesized_expression" and node.named_child_count == 1:
+            node = node.named_children[0]
+        elif node.type == "unary_expression" and (arg := _field(node, "argument")) is not None:
+            node = arg
+        else:
+            break
+    if node.type != "call_expression":
+        return None
+    fn = _field(node, "function")
+    while fn is not None and fn.type == "parenthesized_expression" and fn.named_child_count == 1:
+        fn = fn.named_children[0]
+    if fn is None or fn.type not in ("function_expression", "function", "arrow_function"):
+        return None
+    body = _field(fn, "body")
+    return fn if body is not None and body.type == "statement_block" else None
+
+
+def _object_functions(obj: Node) -> list[_Found]:
+    """The functions of an object literal: ``{a: function () {}, b: () => {}, c() {}}``."""
+    found: list[_Found] = []
+    for child in obj.named_children:
+        if child.type == "method_definition":
+            found.append(
+                _Found("function", _text(_field(child, "name")), child, child, _field(child, "body"))
+            )
+        elif child.type == "pair":
+            value = _field(child, "value")
+            if value is not None and value.type in _JS_FUNCTION_VALUES:
+                key = _text(_field(child, "key")).strip("'\"")
+                found.append(_Found("function", key, child, child, _field(value, "body")))
+    return found
 
 
 def _with_outer(found: _Found, outer: Node) -> _Found:
@@ -771,10 +822,12 @@ class _CodeChunker:
                 continue
             for found in self.spec.classify(node, in_class):
                 if found.kind == "namespace":
-                    if not scope:
+                    if not scope and found.name:
                         self.namespaces.append(found.name)
                     if found.body is not None:
-                        units.extend(self._walk(found.body.children, (*scope, found.name), in_class=False))
+                        # An unnamed namespace (a JS IIFE) adds no scope.
+                        inner = (*scope, found.name) if found.name else scope
+                        units.extend(self._walk(found.body.children, inner, in_class=False))
                     continue
                 if not found.name:
                     continue

@@ -55,7 +55,7 @@ from runners.hang import HangProbe, limits_of, write_limits
 from runners.results import TestFailure, TestRun
 from runners.spectrum import LineSpectrum, deselecting, read_spectrum, trace_command
 from runners.spectrum import install as install_spectrum
-from runners.workspace import ephemeral_workspace, private_folder
+from runners.workspace import ephemeral_workspace, private_folder, shareable
 
 MAX_FRAMES = 12
 _RESTORE_LIMIT = 4 * MAX_FILE_BYTES
@@ -219,6 +219,8 @@ class SandboxWorkbench:
         """The diagnosis command (fail-fast flags removed)."""
         self.toolchain = toolchain
         self.runner = runner
+        self._share = shareable(runner, command.setup)
+        """Dependency folders every copy mounts read-only instead of copying (node_modules)."""
         self.workspace_root = workspace_root
         self.memory_mb = memory_mb
         self.env = dict(env or {})
@@ -326,7 +328,9 @@ class SandboxWorkbench:
         probe = probe and self.hang_probe is not None
         baseline = probe and change is None and not selected and self._limits is None
         with contextlib.ExitStack() as stack:
-            ws = stack.enter_context(ephemeral_workspace(self.repo, root=self.workspace_root))
+            ws = stack.enter_context(
+                ephemeral_workspace(self.repo, root=self.workspace_root, share=self._share)
+            )
             private = stack.enter_context(private_folder(self.workspace_root)) if probe else None
             if change is not None:
                 write_change(ws, change)
@@ -382,7 +386,7 @@ class SandboxWorkbench:
         if probe is not None:
             probe = replace(probe, probe_s=probe.probe_s * TRACE_SLOWDOWN)
         with (
-            ephemeral_workspace(self.repo, root=self.workspace_root) as ws,
+            ephemeral_workspace(self.repo, root=self.workspace_root, share=self._share) as ws,
             private_folder(self.workspace_root) as private,
         ):
             install_spectrum(private)
@@ -411,7 +415,7 @@ class SandboxWorkbench:
         self.runs += 1
         env = {**self.command.env, **self.env}
         with (
-            ephemeral_workspace(self.repo, root=self.workspace_root) as ws,
+            ephemeral_workspace(self.repo, root=self.workspace_root, share=self._share) as ws,
             private_folder(self.workspace_root) as private,
         ):
             if change is not None:
@@ -452,7 +456,7 @@ class SandboxWorkbench:
     def _scratch_copy(self) -> Path:
         if self._scratch is None:
             self._scratch = self._stack.enter_context(
-                ephemeral_workspace(self.repo, root=self.workspace_root)
+                ephemeral_workspace(self.repo, root=self.workspace_root, share=self._share)
             )
         return self._scratch
 

@@ -29,9 +29,15 @@ from typing import Any, Literal
 
 import yaml
 
-from runners import wsfs
+from runners import frameworks, npm_scripts, wsfs
 from runners.config import RepoConfig
 from runners.errors import UsageError
+from runners.frameworks import go as go_row
+from runners.frameworks import node as node_row
+from runners.frameworks.shell import NPM_TEST as _NPM_TEST
+from runners.frameworks.shell import last_segment as _last_segment
+from runners.frameworks.shell import plain as _plain
+from runners.frameworks.shell import split_last as _split_last
 from runners.logs import FailedStep
 from runners.results import Framework, framework_of_command
 from runners.shellenv import activate_prefix, export_pythonpath, keep_pythonpath, setup_prefix
@@ -186,217 +192,27 @@ class ResolvedCommand:
 
 # --------------------------------------------------------------------------- adaptation
 
-_PYTEST = re.compile(r"(?:^|\s)(?:\S*python[\d.]*\s+-m\s+pytest|\S*pytest|py\.test)(?=\s|$)")
-_GO_TEST = re.compile(r"(?:^|\s)go\s+test(?=\s|$)")
-_JEST = re.compile(r"(?:^|\s)(?:npx\s+|yarn\s+|pnpm\s+(?:exec\s+)?)?jest(?=\s|$)")
-_VITEST = re.compile(r"(?:^|\s)(?:npx\s+|yarn\s+|pnpm\s+(?:exec\s+)?)?vitest(?=\s|$)")
-_NPM_TEST = re.compile(r"^npm\s+(?:run\s+)?test(?=\s|$)")
-# `node [node options] --test`: the reporter flags go right after `--test` (node reads options only
-# before the first file argument).
-_NODE_TEST = re.compile(r"(?:^|\s)node(?:\s+-{1,2}[\w-]+(?:=\S+|\s+[^-\s]\S*)?)*?\s+--test(?=\s|$)")
-_NODE_ARGS = (
-    "--test-reporter=spec --test-reporter-destination=stdout "
-    '--test-reporter=junit --test-reporter-destination="$ARCS_OUT/junit.xml"'
-)
-
-
-def _unquoted(text: str) -> list[tuple[int, str]]:
-    """(index, char) of the characters of ``text`` outside single/double quotes."""
-    out: list[tuple[int, str]] = []
-    quote: str | None = None
-    escaped = False
-    for i, ch in enumerate(text):
-        if escaped:
-            escaped = False
-            continue
-        if ch == "\\" and quote != "'":
-            escaped = True
-            continue
-        if quote is not None:
-            if ch == quote:
-                quote = None
-            continue
-        if ch in "'\"":
-            quote = ch
-            continue
-        out.append((i, ch))
-    return out
-
-
-def _last_segment(command: str) -> str:
-    """The last simple command of a shell line (after the last unquoted ``&&``, ``||``, ``;`` or newline)."""
-    text = command.strip()
-    chars = _unquoted(text)
-    cut = 0
-    for k, (i, ch) in enumerate(chars):
-        nxt = chars[k + 1] if k + 1 < len(chars) else None
-        if ch in ";\n":
-            cut = i + 1
-        elif ch in "&|" and nxt is not None and nxt[1] == ch and nxt[0] == i + 1:
-            cut = i + 2
-    return text[cut:].strip()
-
-
-def _plain(segment: str) -> bool:
-    # Appending flags is only safe when nothing after the command would receive them instead
-    # (no unquoted pipe, redirection, background job or command substitution).
-    chars = _unquoted(segment)
-    if any(ch in "|<>&`" for _, ch in chars):
-        return False
-    return not any(ch == "$" and segment[i + 1 : i + 2] == "(" for i, ch in chars)
-
-
-def _regex_escape(text: str) -> str:
-    # Escape only regex metacharacters: JS (jest -t) and RE2 (go -run) both accept these escapes.
-    return re.sub(r"([.*+?^${}()|\[\]\\/])", r"\\\1", text)
-
-
-def _append_to_last(command: str, extra: str) -> str:
-    return command.rstrip() + " " + extra
+_GO_TEST = go_row.INVOKES
+_NODE_TEST = node_row.INVOKES
 
 
 def _adapt(command: str, framework: Framework) -> str:
+    """``command`` asking ``framework`` for its machine-readable report (the row's ``adapt``)."""
     last = _last_segment(command)
-    if not _plain(last):
+    row = frameworks.BY_NAME.get(framework)
+    if not _plain(last) or row is None or row.adapt is None:
         return command
-    if framework == "pytest" and _PYTEST.search(last):
-        return _append_to_last(
-            command, '--junitxml="$ARCS_OUT/junit.xml" -o junit_family=xunit1 -p no:cacheprovider'
-        )
-    if framework == "go" and _GO_TEST.search(last) and "-json" not in last.split():
-        return re.sub(r"\bgo\s+test\b(?![\s\S]*\bgo\s+test\b)", "go test -json", command)
-    if framework == "jest":
-        args = "--ci --reporters=default --reporters=jest-junit"
-        if _NPM_TEST.match(last):
-            return _append_to_last(command, ("-- " if " -- " not in f" {last} " else "") + args)
-        if _JEST.search(last):
-            return _append_to_last(command, args)
-        return command
-    if framework == "vitest":
-        args = '--reporter=default --reporter=junit --outputFile.junit="$ARCS_OUT/junit.xml"'
-        if _NPM_TEST.match(last):
-            return _append_to_last(command, ("-- " if " -- " not in f" {last} " else "") + args)
-        if _VITEST.search(last):
-            return _append_to_last(command, args)
-        return command
-    if framework == "node" and "--test-reporter" not in last:
-        # Reporters and destinations pair up in order: a user's own reporter is left alone.
-        if _NPM_TEST.match(last) and re.fullmatch(r"npm\s+(?:run\s+)?test", last):
-            return _append_to_last(command, "-- " + _NODE_ARGS)
-        head, _ = _split_last(command)
-        if m := _NODE_TEST.search(last):
-            return head + last[: m.end()] + " " + _NODE_ARGS + last[m.end() :]
-        return command
-    if framework == "unittest":
-        return _unittest_verbose(command, last)
-    if framework == "cargo" and re.search(r"\bcargo\s+test\b", last) and "--no-fail-fast" not in last:
-        # Without it cargo stops at the first failing test binary and later results are lost.
-        return re.sub(r"\bcargo\s+test\b", "cargo test --no-fail-fast", command, count=1)
-    return command
-
-
-def _unittest_verbose(command: str, last: str) -> str:
-    """``python -m unittest`` names passing tests only with ``-v``: without it a fixed target reads as
-    "not run". The flag goes right after ``unittest`` (or after ``discover``, which must come first)."""
-    try:
-        tokens = shlex.split(last)
-    except ValueError:
-        return command
-    if "unittest" not in tokens or {"-v", "--verbose"} & set(tokens):
-        return command
-    at = tokens.index("unittest") + 1
-    if at < len(tokens) and tokens[at] == "discover":
-        at += 1
-    head, _ = _split_last(command)
-    return head + _quote_all([*tokens[:at], "-v", *tokens[at:]])
+    return row.adapt(command, last)
 
 
 # --------------------------------------------------------------------------- selection
 
-_PYTEST_VALUE_OPTS = frozenset(
-    [
-        "-k",
-        "-m",
-        "-c",
-        "-p",
-        "-o",
-        "-n",
-        "-W",
-        "-r",
-        "--rootdir",
-        "--confcutdir",
-        "--basetemp",
-        "--junitxml",
-        "--junit-xml",
-        "--junit-prefix",
-        "--tb",
-        "--maxfail",
-        "--durations",
-        "--log-level",
-        "--log-cli-level",
-        "--cov-report",
-        "--cov-config",
-        "--cov-fail-under",
-        "--ignore",
-        "--ignore-glob",
-        "--deselect",
-        "--import-mode",
-        "--capture",
-        "--timeout",
-        "--dist",
-        "--maxprocesses",
-        "--randomly-seed",
-        "--override-ini",
-        "--numprocesses",
-        "--reruns",
-        "--reruns-delay",
-        "--only-rerun",
-        "--count",
-    ]
-)
-_PYTEST_DROP = frozenset(
-    {"--reruns", "--reruns-delay", "--only-rerun", "--lf", "--last-failed", "--ff", "-x", "--exitfirst"}
-)
-_GO_VALUE_FLAGS = frozenset(
-    [
-        "-run",
-        "-skip",
-        "-count",
-        "-tags",
-        "-timeout",
-        "-p",
-        "-parallel",
-        "-cpu",
-        "-bench",
-        "-benchtime",
-        "-coverprofile",
-        "-covermode",
-        "-coverpkg",
-        "-exec",
-        "-ldflags",
-        "-gcflags",
-        "-asmflags",
-        "-o",
-        "-shuffle",
-        "-vet",
-        "-mod",
-        "-modfile",
-    ]
-)
-
-
-def _quote_all(args: Iterable[str]) -> str:
-    return " ".join(shlex.quote(a) for a in args)
-
-
-def _split_last(command: str) -> tuple[str, str]:
-    """(everything before the last shell segment, the last segment)."""
-    last = _last_segment(command)
-    head = command.rstrip()[: len(command.rstrip()) - len(last)]
-    return head, last
-
 
 def _select(command: str, framework: Framework, ids: list[str]) -> str | None:
+    """``command`` narrowed to ``ids`` by the framework's row, or None when it cannot select."""
+    row = frameworks.BY_NAME.get(framework)
+    if row is None or row.select is None:
+        return None
     head, last = _split_last(command)
     if not _plain(last):
         return None
@@ -404,118 +220,7 @@ def _select(command: str, framework: Framework, ids: list[str]) -> str | None:
         tokens = shlex.split(last)
     except ValueError:
         return None
-    if framework == "pytest":
-        return _select_pytest(head, tokens, ids)
-    if framework == "unittest":
-        idx = next((i for i, t in enumerate(tokens) if t == "unittest"), None)
-        if idx is None:
-            return None
-        opts = [t for t in tokens[idx + 1 :] if t in ("-v", "--verbose", "-b", "--buffer", "-q", "--quiet")]
-        return head + _quote_all([*tokens[: idx + 1], *opts, *ids])
-    if framework == "go":
-        return _select_go(head, tokens, ids)
-    if framework == "cargo":
-        if "--" in tokens:
-            cut = tokens.index("--")
-            return head + _quote_all([*tokens[: cut + 1], "--exact", *tokens[cut + 1 :], *ids])
-        return head + _quote_all([*tokens, "--", "--exact", *ids])
-    if framework in ("jest", "vitest"):
-        return _select_js(head, last, tokens, ids)
-    if framework == "maven":
-        by_class: dict[str, list[str]] = {}
-        for test_id in ids:
-            cls, _, method = test_id.partition("#")
-            by_class.setdefault(cls, []).append(method)
-        spec = ",".join(f"{c}#{'+'.join(m for m in ms if m)}" if any(ms) else c for c, ms in by_class.items())
-        kept = [t for t in tokens if not t.startswith("-Dtest=")]
-        return head + _quote_all([*kept, f"-Dtest={spec}", "-Dsurefire.failIfNoSpecifiedTests=false"])
-    if framework == "gradle":
-        tests = [f"--tests={t.replace('#', '.')}" for t in ids]
-        return head + _quote_all([*tokens, *tests])
-    return None
-
-
-def _select_pytest(head: str, tokens: list[str], ids: list[str]) -> str | None:
-    idx = next((i for i, t in enumerate(tokens) if t.endswith("pytest") or t == "py.test"), None)
-    if idx is None:
-        return None
-    kept: list[str] = []
-    rest = tokens[idx + 1 :]
-    i = 0
-    while i < len(rest):
-        tok = rest[i]
-        name = tok.split("=", 1)[0]
-        takes_value = (
-            name in _PYTEST_VALUE_OPTS
-            and "=" not in tok
-            and not (name.startswith("-") and len(name) == 2 and len(tok) > 2)
-        )
-        if name in _PYTEST_DROP:
-            i += 2 if takes_value else 1  # reruns would hide the flakiness triage is looking for
-            continue
-        if tok.startswith("-"):
-            kept.append(tok)
-            if takes_value and i + 1 < len(rest):
-                kept.append(rest[i + 1])
-                i += 1
-        # Positional arguments (paths, node ids) are replaced by the selected ids.
-        i += 1
-    return head + _quote_all([*tokens[: idx + 1], *kept, *ids])
-
-
-def _select_go(head: str, tokens: list[str], ids: list[str]) -> str | None:
-    try:
-        idx = next(i for i in range(len(tokens) - 1) if tokens[i] == "go" and tokens[i + 1] == "test")
-    except StopIteration:
-        return None
-    flags: list[str] = []
-    rest = tokens[idx + 2 :]
-    i = 0
-    while i < len(rest):
-        tok = rest[i]
-        if tok == "-args":
-            break
-        name = tok.split("=", 1)[0]
-        if tok.startswith("-"):
-            if name in ("-run", "-count", "--run", "--count"):
-                i += 1 if "=" in tok else 2
-                continue
-            flags.append(tok)
-            if name in _GO_VALUE_FLAGS and "=" not in tok and i + 1 < len(rest):
-                flags.append(rest[i + 1])
-                i += 1
-        i += 1
-    packages: list[str] = []
-    names: list[str] = []
-    for test_id in ids:
-        pkg, sep, name = test_id.rpartition("::")
-        top = name.split("/", 1)[0]
-        if sep and pkg not in packages:
-            packages.append(pkg)
-        if top not in names:
-            names.append(top)
-    pattern = "^(" + "|".join(_regex_escape(n) for n in names) + ")$"
-    # -count=1: never serve a cached result when the point is to run the test again.
-    return head + _quote_all(["go", "test", *flags, "-count=1", "-run", pattern, *(packages or ["./..."])])
-
-
-def _select_js(head: str, last: str, tokens: list[str], ids: list[str]) -> str:
-    files: list[str] = []
-    names: list[str] = []
-    for test_id in ids:
-        file, sep, name = test_id.partition("::")
-        if not sep:
-            file, name = "", test_id
-        if file and file not in files:
-            files.append(file)
-        if name not in names:
-            names.append(name)
-    pattern = "^(?:" + "|".join(_regex_escape(n) for n in names) + ")$"
-    extra = [*files, "-t", pattern]
-    if _NPM_TEST.match(last):
-        dashes = [] if "--" in tokens else ["--"]
-        return head + _quote_all([*tokens, *dashes, *extra])
-    return head + _quote_all([*tokens, *extra])
+    return row.select(head, last, tokens, ids)
 
 
 # --------------------------------------------------------------------------- resolution
@@ -527,26 +232,28 @@ def resolve_test_command(
     explicit: str | None = None,
     config: RepoConfig | None = None,
     failed_step: FailedStep | str | None = None,
+    toolchains: Sequence[Path] = (),
 ) -> ResolvedCommand:
     """Pick the test command for ``repo`` (see the module docstring for the order).
 
-    Raises :class:`runners.errors.UsageError` when nothing applies.
+    ``toolchains`` are the folders the sandbox will expose (``--toolchain``): the note names the
+    ``node`` they provide. Raises :class:`runners.errors.UsageError` when nothing applies.
     """
     repo = Path(repo)
     config = config or RepoConfig()
     setup = config.setup
     if explicit is not None and explicit.strip():
-        return _resolved(repo, explicit.strip(), "flag", setup=setup)
+        return _resolved(repo, explicit.strip(), "flag", setup=setup, toolchains=toolchains)
     if config.test:
-        return _resolved(repo, config.test, "config", setup=setup)
+        return _resolved(repo, config.test, "config", setup=setup, toolchains=toolchains)
     if failed_step is not None:
         found = _from_workflow(repo, failed_step)
         if found is not None:
             command, workdir = found
-            return _resolved(repo, command, "workflow", workdir=workdir, setup=setup)
+            return _resolved(repo, command, "workflow", workdir=workdir, setup=setup, toolchains=toolchains)
     convention = _from_conventions(repo)
     if convention is not None:
-        return _resolved(repo, convention, "convention", setup=setup)
+        return _resolved(repo, convention, "convention", setup=setup, toolchains=toolchains)
     raise UsageError(
         f"no test command found for {repo}: pass --cmd, set `test:` in .arcs.yml, "
         "or add a recognised project file (pytest config, package.json test script, go.mod, Cargo.toml, pom.xml)"
@@ -554,23 +261,39 @@ def resolve_test_command(
 
 
 def _resolved(
-    repo: Path, command: str, source: Source, *, workdir: str = "", setup: str | None = None
+    repo: Path,
+    command: str,
+    source: Source,
+    *,
+    workdir: str = "",
+    setup: str | None = None,
+    toolchains: Sequence[Path] = (),
 ) -> ResolvedCommand:
     root = repo / workdir if workdir else repo
     framework = framework_of_command(command) or _framework_of_script(root, command)
     junit = True
     note = ""
+    if source == "convention" and re.match(r"^npm\s+test$", command):
+        command, note = _without_hooks(root, command)
+    elif _NPM_TEST.match(_last_segment(command)) and npm_scripts.IGNORE_HOOKS not in command:
+        note = npm_scripts.describe_hooks(_package_json(root) or {})
+        if note:
+            note += f": a failure before any test ran may be theirs (`npm test {npm_scripts.IGNORE_HOOKS}` skips them)"
     if framework == "node" and not _NODE_TEST.search(_last_segment(command)):
         script = _test_script(root)
         if _NPM_TEST.match(_last_segment(command)) and not re.fullmatch(r"\s*node\s+--test\s*", script):
             junit = False
-            note = "the npm test script is not exactly `node --test`: reading its TAP output"
+            note = _join(note, "the npm test script is not exactly `node --test`: reading its TAP output")
     if framework == "jest" and not _has_node_package(root, "jest-junit"):
         junit = False
-        note = "jest-junit is not installed: reading jest's text output"
+        note = _join(note, "jest-junit is not installed: reading jest's text output")
     if framework in ("jest", "vitest") and re.match(r"^(?:yarn|pnpm)\s", _last_segment(command)):
         junit = False
-        note = "report flags are not passed through yarn/pnpm scripts: reading the text output"
+        note = _join(note, "report flags are not passed through yarn/pnpm scripts: reading the text output")
+    if framework in frameworks.on_runtime("node") or re.match(
+        r"^(?:npm|npx|yarn|pnpm|node)\s", _last_segment(command)
+    ):
+        note = _join(note, npm_scripts.node_line(toolchains))
     env = dict(BASE_ENV)
     if framework == "jest" and junit:
         env.update(_JEST_JUNIT_ENV)
@@ -592,6 +315,22 @@ def _resolved(
         note=note,
         pythonpath=pythonpath,
     )
+
+
+def _join(note: str, more: str) -> str:
+    return f"{note}; {more}" if note and more else note or more
+
+
+def _without_hooks(root: Path, command: str) -> tuple[str, str]:
+    """The conventional ``npm test`` without npm's pre/post hooks when it has any, and the note
+    saying which hooks are left out and what the test script runs."""
+    pkg = _package_json(root) or {}
+    described = npm_scripts.describe_hooks(pkg)
+    if not described:
+        return command, ""
+    runs = npm_scripts.runner_command(pkg)
+    command = f"{command} {npm_scripts.IGNORE_HOOKS}"
+    return command, f"{described}; reproducing with `{command}` (the test script alone: `{runs}`)"
 
 
 def _package_json(root: Path) -> dict[str, Any] | None:
@@ -620,20 +359,25 @@ def _framework_of_script(root: Path, command: str) -> Framework | None:
     """``npm test`` / ``yarn test``: the framework named by package.json's test script or dependencies."""
     if not re.search(r"\b(?:npm|yarn|pnpm)\b.*\btest\b", command):
         return None
-    script = _test_script(root)
-    if "vitest" in script:
-        return "vitest"
-    if re.search(r"\bjest\b|react-scripts test", script):
-        return "jest"
-    if _NODE_TEST.search(script):
-        return "node"
-    if framework_of_command(script) == "tap":
-        return "tap"
-    if _has_node_package(root, "vitest"):
-        return "vitest"
-    if _has_node_package(root, "jest"):
-        return "jest"
-    return None
+    script = npm_scripts.runner_command(_package_json(root) or {}) or _test_script(root)
+    named = framework_of_command(script)
+    if named is not None:
+        return named
+    pkg = _package_json(root) or {}
+    deps = {
+        str(name)
+        for key in ("dependencies", "devDependencies")
+        if isinstance(pkg.get(key), dict)
+        for name in pkg[key]
+    }
+    found = frameworks.of_packages(deps)
+    if found is not None:
+        return found
+    try:
+        installed = set(wsfs.listdir(root, "node_modules"))
+    except OSError:
+        return None
+    return frameworks.of_packages(installed)
 
 
 def _from_conventions(repo: Path) -> str | None:

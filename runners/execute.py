@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
@@ -57,13 +57,14 @@ SETUP_TIMEOUT_S = 300.0
 """The least time a ``setup:`` step gets (downloads and builds), whatever the tests' timeout."""
 
 
-def default_workspace(root: Path | None = None) -> WorkspaceFactory:
-    """``runners.workspace.ephemeral_workspace`` under ``root`` (imported on use)."""
+def default_workspace(root: Path | None = None, *, share: Sequence[str] = ()) -> WorkspaceFactory:
+    """``runners.workspace.ephemeral_workspace`` under ``root`` (imported on use), ``share`` d
+    dependency folders mounted rather than copied."""
 
     def factory(src: Path) -> AbstractContextManager[Path]:
         from runners.workspace import ephemeral_workspace
 
-        return ephemeral_workspace(src, root=root)
+        return ephemeral_workspace(src, root=root, share=share)
 
     return factory
 
@@ -266,7 +267,11 @@ def run_tests(
     The repository itself is never written to. ``workspace`` makes the copy (default:
     :func:`runners.workspace.ephemeral_workspace` in the default root).
     """
-    factory = workspace or default_workspace()
+    if workspace is None:
+        from runners.workspace import shareable
+
+        workspace = default_workspace(share=shareable(runner, resolved.setup))
+    factory = workspace
     with factory(Path(repo)) as ws:
         return run_in_workspace(
             runner,

@@ -18,50 +18,19 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
-from runners import wsfs
+from runners import frameworks, wsfs
+from runners.frameworks.row import FailFastFlag, ValueKind
+from runners.frameworks.shell import plain as _plain
+from runners.frameworks.shell import split_last as _split_last
 
 _CONFIG_LIMIT = 1 << 20
 """How much of a config file (``setup.cfg``, ``package.json``, ``.mocharc``) the host reads."""
 
-ValueKind = Literal["none", "required", "optional"]
-"""Whether the flag takes a value: never, always (``--maxfail N``/``--maxfail=N``), or only as
-``--flag=N`` or a following number (``--bail 2``)."""
+FAIL_FAST_FLAGS: tuple[FailFastFlag, ...] = frameworks.fail_fast_flags()
+"""Every fail-fast flag ARCS knows, per runner (the rows of :data:`runners.frameworks.TABLE`)."""
 
-
-@dataclass(frozen=True, slots=True)
-class FailFastFlag:
-    """One fail-fast flag of one runner."""
-
-    runner: str
-    """The framework name of :func:`runners.results.framework_of_command`."""
-    flag: str
-    value: ValueKind = "none"
-
-
-FAIL_FAST_FLAGS: tuple[FailFastFlag, ...] = (
-    FailFastFlag("pytest", "-x"),
-    FailFastFlag("pytest", "--exitfirst"),
-    FailFastFlag("pytest", "--maxfail", "required"),
-    FailFastFlag("pytest", "--sw"),
-    FailFastFlag("pytest", "--stepwise"),
-    FailFastFlag("unittest", "-f"),
-    FailFastFlag("unittest", "--failfast"),
-    FailFastFlag("jest", "--bail", "optional"),
-    FailFastFlag("jest", "-b"),
-    FailFastFlag("mocha", "--bail"),
-    FailFastFlag("mocha", "-b"),
-    FailFastFlag("vitest", "--bail", "optional"),
-    FailFastFlag("go", "-failfast"),
-    FailFastFlag("go", "--failfast"),
-    FailFastFlag("maven", "-ff"),
-    FailFastFlag("maven", "--fail-fast"),
-    FailFastFlag("gradle", "--fail-fast"),
-)
-"""Every fail-fast flag ARCS knows, per runner (``mocha`` is matched by name in the command)."""
-
-NO_FAIL_FAST_ADDED: dict[str, str] = {"cargo": "--no-fail-fast"}
+NO_FAIL_FAST_ADDED: dict[str, str] = {row.name: row.run_all for row in frameworks.TABLE if row.run_all}
 """Runners that stop early *by default*: the flag that makes them run everything."""
 
 # pytest short options that take a value: in a cluster (`-kfoo`, `-xk foo`) what follows is the value.
@@ -113,23 +82,7 @@ def flags_of(runner: str) -> tuple[FailFastFlag, ...]:
 
 
 def _runner_of(tokens: list[str], framework: str | None) -> str | None:
-    if any(t == "mocha" or t.endswith("/mocha") for t in tokens):
-        return "mocha"
-    return framework
-
-
-def _split_last(command: str) -> tuple[str, str]:
-    from runners.commands import _last_segment
-
-    last = _last_segment(command)
-    head = command.rstrip()[: len(command.rstrip()) - len(last)]
-    return head, last
-
-
-def _plain(segment: str) -> bool:
-    from runners.commands import _plain as plain
-
-    return plain(segment)
+    return framework or frameworks.of_command(" ".join(tokens))
 
 
 def strip_tokens(tokens: list[str], runner: str) -> tuple[list[str], list[str]]:
@@ -282,6 +235,7 @@ __all__ = [
     "NO_FAIL_FAST_ADDED",
     "Diagnosis",
     "FailFastFlag",
+    "ValueKind",
     "flags_of",
     "strip_tokens",
     "without_fail_fast",

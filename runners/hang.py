@@ -214,7 +214,8 @@ def probe_command(resolved: ResolvedCommand, probe: HangProbe) -> ResolvedComman
         return resolved
     if resolved.framework != "pytest" or not plain_pytest(resolved.command):
         return None
-    from runners.commands import _append_to_last, _last_segment
+    from runners.frameworks.shell import append_to_last as _append_to_last
+    from runners.frameworks.shell import last_segment as _last_segment
 
     if "no:faulthandler" in _last_segment(resolved.command):
         return None
@@ -224,7 +225,8 @@ def probe_command(resolved: ResolvedCommand, probe: HangProbe) -> ResolvedComman
 def plain_pytest(command: str) -> bool:
     """Whether ``-p plugin`` can be appended to ``command``: its last segment is a plain ``pytest``
     call (no pipes, redirections, substitutions or ``$``) and the line has no ``cd`` and one line."""
-    from runners.commands import _last_segment, _plain
+    from runners.frameworks.shell import last_segment as _last_segment
+    from runners.frameworks.shell import plain as _plain
 
     last = _last_segment(command)
     if not _PYTEST.search(last) or not _plain(last) or "$" in last:

@@ -13,10 +13,11 @@ selector syntax so that a failing id can be fed back to the framework (see ``run
   must not change with the outcome)
 - maven / gradle (JUnit XML): ``<class>#<method>``, e.g. ``com.example.CalcTest#addsSmallNumbers``
 - tap (``tape``, ``tap``, other TAP producers): the test name path (see :mod:`runners.tap`)
+- mocha: its full title, the describe blocks and title joined by spaces (what ``--grep`` matches)
 - lint / type-check sites (run-level errors of a failing command no test parser read, see
   :mod:`runners.lintsites`): ``<tool>:<repo path>:<rule>``, e.g. ``ruff:pkg/mod.py:F401``
 
-This module picks the parser (:func:`parse_text`, :func:`parse_output`), compares runs and
+The parser of each framework is its row of :data:`runners.frameworks.TABLE`. This module picks the parser (:func:`parse_text`, :func:`parse_output`), compares runs and
 re-exports the rest, which lives in :mod:`runners.results_types` (value types),
 :mod:`runners.results_frames` (frames, paths, :func:`localize`), :mod:`runners.results_junit`,
 :mod:`runners.results_python` (pytest, unittest), :mod:`runners.results_compiled` (go, cargo,
@@ -30,8 +31,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from runners import frameworks
 from runners.base import Execution
 from runners.lintsites import parse_lint
+from runners.npm_scripts import stopped_in_hook
 from runners.results_compiled import parse_cargo_text, parse_go_json, parse_go_text, parse_maven_text
 from runners.results_frames import (
     RepoPaths,
@@ -51,6 +54,7 @@ from runners.results_types import (
     MAX_FRAMES,
     MAX_MESSAGE_CHARS,
     MAX_MESSAGE_LINES,
+    MAX_OUTPUT_CHARS,
     Frame,
     Framework,
     Outcome,
@@ -138,69 +142,13 @@ def lint_errors(text: str) -> tuple[TestFailure, ...]:
 
 # --------------------------------------------------------------------------- dispatch
 
-TEXT_PARSERS: Mapping[str, Callable[[str], Parsed]] = {
-    "pytest": parse_pytest_text,
-    "unittest": parse_unittest_text,
-    "go": parse_go_text,
-    "cargo": parse_cargo_text,
-    "jest": parse_jest_text,
-    "vitest": parse_vitest_text,
-    "maven": parse_maven_text,
-    "gradle": parse_maven_text,
-    "node": parse_node_tap,
-    "tap": parse_tap_text,
-}
-
-_SIGNATURES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (
-        "pytest",
-        re.compile(
-            r"^=+ (test session starts|FAILURES|ERRORS|short test summary info) =+$|^(FAILED|ERROR) \S+\.py",
-            re.M,
-        ),
-    ),
-    ("unittest", re.compile(r"^Ran \d+ tests? in ", re.M)),
-    ("go", re.compile(r"^(--- (FAIL|PASS): |=== RUN |ok  \t|FAIL\t)", re.M)),
-    ("cargo", re.compile(r"^(test result: |running \d+ tests?$)", re.M)),
-    ("vitest", re.compile(r"^\s*Test Files\s+\d", re.M)),
-    ("jest", re.compile(r"^Tests:\s+.*\btotal$|^\s+● ", re.M)),
-    ("maven", re.compile(r"T E S T S|^\[(ERROR|INFO)\] Tests run: \d+", re.M)),
-    ("node", re.compile(r"^TAP version \d+\n(?:.*\n)*?# Subtest: ", re.M)),
-    (
-        "tap",
-        re.compile(
-            r"^TAP version \d+$"
-            r"|^(?:not )?ok 1\b(?=[\s\S]*^1\.\.\d+$)|^1\.\.\d+$(?=[\s\S]*^(?:not )?ok 1\b)",
-            re.M,
-        ),
-    ),
-)
+TEXT_PARSERS: Mapping[str, Callable[[str], Parsed]] = {row.name: row.parse for row in frameworks.TABLE}
+"""Each framework's text parser (from :data:`runners.frameworks.TABLE`)."""
 
 
 def framework_of_command(command: str) -> Framework | None:
     """The test framework a shell command runs, judged from the command text alone."""
-    c = command
-    if re.search(r"\bpytest\b|\bpy\.test\b", c):
-        return "pytest"
-    if re.search(r"\bunittest\b", c):
-        return "unittest"
-    if re.search(r"\bgo test\b|\bgotestsum\b", c):
-        return "go"
-    if re.search(r"\bcargo (?:\+\S+ )?(?:test|nextest)\b", c):
-        return "cargo"
-    if re.search(r"\bvitest\b", c):
-        return "vitest"
-    if re.search(r"\bjest\b", c):
-        return "jest"
-    if re.search(r"(?:^|[\s/;&|(])node(?:\s+-{1,2}[\w-]+(?:=\S+|\s+[^-\s]\S*)?)*?\s+--test(?=\s|$)", c):
-        return "node"
-    if re.search(r"(?:^|[\s/;&|(])(?:tape|tap)(?=\s|$)", c):
-        return "tap"
-    if re.search(r"(?:^|[\s/])mvnw?\b", c):
-        return "maven"
-    if re.search(r"(?:^|[\s/])gradlew?\b", c):
-        return "gradle"
-    return None
+    return frameworks.of_command(command)
 
 
 def detect_framework(text: str) -> list[str]:
@@ -208,7 +156,7 @@ def detect_framework(text: str) -> list[str]:
     plain = strip_ansi(text)
     if re.search(r'^\s*\{"Time":"[^"]*","Action":', plain, re.M):
         return ["go"]
-    names = [name for name, sig in _SIGNATURES if sig.search(plain)]
+    names = frameworks.detect(plain)
     # node --test prints TAP too: its own parser reads it (ids, suites, load errors).
     return [n for n in names if n != "tap"] if "node" in names else names
 
@@ -312,6 +260,7 @@ def parse_output(
             )
         )
     detected = detect_framework(text)
+    plain = strip_ansi(text)
     return TestRun(
         command=execution.command,
         exit_code=execution.exit_code,
@@ -322,6 +271,8 @@ def parse_output(
         killed_by=execution.killed_by,
         source=source,
         framework=framework_hint or (detected[0] if detected else None),
+        hint=stopped_in_hook(plain) if execution.exit_code != 0 and not parsed.results else "",
+        output=plain[-MAX_OUTPUT_CHARS:],
     )
 
 

@@ -17,8 +17,8 @@ from runners.tap import TapStream, TapTest, parse_tap, tap_yaml
 
 # --------------------------------------------------------------------------- jest / vitest
 
-_JEST_FILE = re.compile(r"^\s*(?P<status>PASS|FAIL)\s+(?P<file>\S+)(?: \([\d.]+ m?s\))?\s*$")
-_JEST_CASE = re.compile(r"^(?P<indent>\s+)(?P<mark>[✓✕○√×✔✘✎]) (?P<title>.+?)(?: \(\d+(?:\.\d+)? m?s\))?$")
+_JEST_FILE = re.compile(r"^\s*(?P<status>PASS|FAIL)\s+(?P<file>\S+)(?: \([\d.]+ ?m?s\))?\s*$")
+_JEST_CASE = re.compile(r"^(?P<indent>\s+)(?P<mark>[✓✕○√×✔✘✎]) (?P<title>.+?)(?: \(\d+(?:\.\d+)? ?m?s\))?$")
 _JEST_BULLET = re.compile(r"^\s+● (?P<title>.+)$")
 _JEST_CODE = re.compile(r"^\s*(?:>\s*)?\d+ \|")
 

@@ -12,7 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-Framework = Literal["pytest", "unittest", "go", "cargo", "jest", "vitest", "maven", "gradle", "node", "tap"]
+Framework = Literal[
+    "pytest", "unittest", "go", "cargo", "jest", "vitest", "mocha", "maven", "gradle", "node", "tap"
+]
 FRAMEWORKS: tuple[Framework, ...] = (
     "pytest",
     "unittest",
@@ -20,6 +22,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
     "cargo",
     "jest",
     "vitest",
+    "mocha",
     "maven",
     "gradle",
     "node",
@@ -31,6 +34,7 @@ ReportSource = Literal["junit", "go-json", "text", "none"]
 MAX_MESSAGE_CHARS = 600
 MAX_MESSAGE_LINES = 8
 MAX_FRAMES = 12
+MAX_OUTPUT_CHARS = 64_000
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
@@ -129,6 +133,12 @@ class TestRun:
     hang_s: float = 0.0
     """How long the test the hang probe stopped had run (:mod:`runners.hang`); 0 otherwise. The
     rest of :attr:`duration_s` is the part of the run that did not hang."""
+    hint: str = ""
+    """One line about how the run went that is not a test's failure (it stopped in an npm
+    ``pretest`` hook before any test ran), else ''."""
+    output: str = ""
+    """The command's output (stdout then stderr), its last :data:`MAX_OUTPUT_CHARS` characters:
+    what ``arcs test`` shows."""
 
     @property
     def passed_ids(self) -> list[str]:
@@ -176,4 +186,6 @@ class TestRun:
             "framework": self.framework,
             "report": self.source,
             "environment": self.environment or None,
+            "hint": self.hint or None,
+            "output": self.output,
         }

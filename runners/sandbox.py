@@ -72,7 +72,7 @@ from runners.limits import (
     supervise,
 )
 from runners.uids import DEFAULT_STATE_DIR, UidLeaseError, uid_leases
-from runners.workspace import default_root, remove_tree, sweep_stale
+from runners.workspace import default_root, remove_tree, shared_folders, sweep_stale
 
 log = structlog.get_logger(__name__)
 
@@ -266,6 +266,8 @@ class LocalSandbox:
     """:class:`Runner` that isolates each command with bubblewrap (see the module docstring)."""
 
     name = "bubblewrap"
+    mounts_shared = True
+    """Binds a workspace's shared folders (:func:`runners.workspace.shared_folders`) read-only."""
 
     def __init__(
         self,
@@ -499,6 +501,10 @@ class LocalSandbox:
             parents(str(path))
             argv += ["--ro-bind", str(path), str(path)]
         argv += ["--bind", str(workspace), SANDBOX_WORKDIR, "--chdir", SANDBOX_WORKDIR]
+        for name, source in shared_folders(workspace):
+            # Shared dependencies (node_modules) read-only over their empty mount point: every
+            # candidate reads the same copy and none can change it.
+            argv += ["--ro-bind", str(source), f"{SANDBOX_WORKDIR}/{name}"]
         argv += ["--remount-ro", "/"]
         if mode == "setpriv":
             assert self.setpriv is not None

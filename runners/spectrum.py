@@ -217,7 +217,7 @@ def trace_command(resolved: ResolvedCommand) -> ResolvedCommand | None:
     and ``-p arcs_spectrum`` appended."""
     if resolved.framework != "pytest" or not plain_pytest(resolved.command):
         return None
-    from runners.commands import _append_to_last
+    from runners.frameworks.shell import append_to_last as _append_to_last
 
     parts = PurePosixPath(resolved.workdir).parts if resolved.workdir else ()
     if any(p in ("..", "/") for p in parts):
@@ -233,7 +233,7 @@ def trace_command(resolved: ResolvedCommand) -> ResolvedCommand | None:
 
 def deselecting(resolved: ResolvedCommand, test_ids: list[str]) -> ResolvedCommand:
     """``resolved`` (a plain pytest command) with ``--deselect`` for each of ``test_ids``."""
-    from runners.commands import _append_to_last
+    from runners.frameworks.shell import append_to_last as _append_to_last
 
     if not test_ids:
         return resolved

@@ -164,6 +164,39 @@ class _Reader:
         return tap_yaml([ln[pad:] if ln.startswith(" " * pad) else ln.lstrip() for ln in raw])
 
 
+_ERROR_LINE = re.compile(r"^(?P<name>[A-Z]\w*(?:Error|Exception)|Error)(?: \[\w+\])?(?::|$)")
+
+
+def _indented_error(reader: _Reader, indent: int) -> dict[str, str]:
+    """The plain indented text under a failed point that has no YAML block (mocha's ``tap``
+    reporter: the message, then the error's stack), as ``message``/``name``/``stack`` fields;
+    advances past it."""
+    lines = reader.lines
+    j = reader.i
+    text: list[str] = []
+    while j < len(lines):
+        line = lines[j]
+        if not line.startswith(" " * (indent + 1)):  # mocha indents its blank lines too
+            break
+        if _POINT.match(line) or _COMMENT.match(line) or _PLAN.match(line):
+            break
+        text.append(line.strip())
+        j += 1
+    if not text:
+        return {}
+    reader.i = j
+    at = next((k for k, ln in enumerate(text) if _ERROR_LINE.match(ln) or ln.startswith("at ")), len(text))
+    fields = {"message": "\n".join(text[:at]).strip()}
+    if at < len(text) and (head := _ERROR_LINE.match(text[at])):
+        fields["name"] = head["name"]
+        if not fields["message"]:
+            fields["message"] = text[at].split(":", 1)[1].strip() if ":" in text[at] else ""
+    frames = [ln for ln in text if ln.startswith("at ")]
+    if frames:
+        fields["stack"] = "\n".join(frames)
+    return fields
+
+
 def _start(lines: Sequence[str]) -> int | None:
     for i, line in enumerate(lines):
         if _VERSION.match(line):
@@ -331,6 +364,8 @@ def _read_points(lines: list[str], start: int) -> TapStream:
         indent = len(m["indent"])
         desc, directive = _split_description(m["desc"])
         diag = reader.yaml_after(indent)
+        if m["not"] and not diag:
+            diag = _indented_error(reader, indent)
         while subtests and subtests[-1][0] > indent:
             subtests.pop()
         if subtests and subtests[-1][0] == indent:

@@ -327,6 +327,41 @@ def test_javascript() -> None:
     assert fc.chunks[-1].kind == "module" and "module.exports" in fc.chunks[-1].text
 
 
+def test_javascript_commonjs_one_chunk_per_function() -> None:
+    # The shapes of sprintf-js (an IIFE, `sprintf.format = function`) and json-stable-stringify
+    # (`module.exports = function stableStringify`): before, these files were line windows only.
+    source = (
+        "!function () {\n"
+        "    'use strict'\n"
+        "    function sprintf(key) {\n"
+        "        return sprintf.format(key)\n"
+        "    }\n"
+        "    sprintf.format = function (tree) {\n"
+        "        return tree.join('')\n"
+        "    }\n"
+        "    if (typeof exports !== 'undefined') { exports.sprintf = sprintf }\n"
+        "}()\n"
+    )
+    fc = chunk_file("src/sprintf.js", source)
+    check_invariants(fc, source)
+    assert by_qname(fc, "src.sprintf.sprintf").start_line == 3
+    fmt = by_qname(fc, "src.sprintf.sprintf.format")
+    assert fmt.kind == "function" and (fmt.start_line, fmt.end_line) == (6, 8)
+    source2 = (
+        "var json = require('jsonify');\n"
+        "module.exports = function stableStringify(obj, opts) {\n"
+        "    return json.stringify(obj);\n"
+        "};\n"
+    )
+    fc2 = chunk_file("index.js", source2)
+    check_invariants(fc2, source2)
+    assert by_qname(fc2, "index.stableStringify").start_line == 2
+    source3 = "module.exports = {\n  add: function (a, b) { return a + b },\n  sub(a, b) {\n    return a - b\n  },\n}\n"
+    fc3 = chunk_file("calc.js", source3)
+    check_invariants(fc3, source3)
+    assert by_qname(fc3, "calc.add").start_line == 2 and by_qname(fc3, "calc.sub").end_line == 5
+
+
 # ----------------------------------------------------------------------------------------------- go
 
 

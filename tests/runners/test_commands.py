@@ -155,7 +155,7 @@ def test_broken_workflow_files_are_skipped(tmp_path: Path) -> None:
         (
             {"package.json": json.dumps({"scripts": {"test": "mocha"}}), "pnpm-lock.yaml": ""},
             "pnpm test",
-            None,
+            "mocha",
         ),
         ({"go.mod": "module m\n"}, "go test ./...", "go"),
         ({"Cargo.toml": "[package]\n"}, "cargo test", "cargo"),
@@ -424,6 +424,19 @@ def test_select_jest_and_vitest_by_file_and_name() -> None:
     vt = ResolvedCommand(command="npx vitest run", source="flag", framework="vitest")
     sel2 = vt.selecting(["sum.test.ts::Calculator subtracts"])
     assert sel2 is not None and sel2.command == "npx vitest run sum.test.ts -t '^(?:Calculator subtracts)$'"
+
+
+def test_select_mocha_by_full_title() -> None:
+    mocha = ResolvedCommand(command="npm test --ignore-scripts", source="convention", framework="mocha")
+    sel = mocha.selecting(["sprintfjs should return (simple)", "calc add"])
+    assert sel is not None
+    assert (
+        sel.command
+        == "npm test --ignore-scripts -- --grep '^(?:sprintfjs should return \\(simple\\)|calc add)$'"
+    )
+    direct = ResolvedCommand(command="mocha test/test.js", source="flag", framework="mocha")
+    sel2 = direct.selecting(["calc add"])
+    assert sel2 is not None and sel2.command == "mocha test/test.js --grep '^(?:calc add)$'"
 
 
 def test_select_maven_and_gradle() -> None:
