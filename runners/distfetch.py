@@ -129,10 +129,9 @@ def safe_extract(archive: Path, dest: Path) -> int:
                 raise FetchError(f"{archive.name}: refused member {member.name!r}")
             if member.size > MAX_FILE_BYTES:
                 continue
-            src = tf.extractfile(member)
-            if src is None:
-                continue
-            write(rel, src.read(MAX_FILE_BYTES + 1)[:MAX_FILE_BYTES])
+            stream = tf.extractfile(member)
+            if stream is not None:
+                write(rel, stream.read(MAX_FILE_BYTES + 1)[:MAX_FILE_BYTES])
     return count
 
 

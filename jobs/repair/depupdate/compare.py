@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from jobs.repair.depupdate.apidiff import ApiChange, Module, Params, Symbol, read_api
+from jobs.repair.depupdate.apidiff import ApiChange, ChangeKind, Module, Params, Symbol, read_api
 
 MAX_CHANGES = 500
 """A major rewrite lists at most this many changes (the first ones, by module)."""
@@ -66,7 +66,7 @@ def _gone(
     for hint in hints:
         target = _locate(hint, module, sym, new, ours)
         if target and not any(p.startswith("_") for p in target.split(".")):
-            kind = "moved" if target.split(".")[-1] == own else "renamed"
+            kind: ChangeKind = "moved" if target.split(".")[-1] == own else "renamed"
             return ApiChange(kind, module, sym.name, target, evidence=evidence)
     if sym.kind != "method":
         elsewhere = sorted(

@@ -13,6 +13,7 @@ and the cumulative diff, so a :class:`~jobs.repair.changes.ChangeSet` is enough.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -89,18 +90,20 @@ def _pairs(old: set[str], new: set[str]) -> list[tuple[str, str]]:
     return [(gone[-1], came[-1])]
 
 
-def version_key(version: str) -> tuple[tuple[int, int | str], ...]:
-    """A sort key that orders ``1.9 < 1.10 < 2.0rc1 < 2.0`` well enough to pair versions."""
-    parts: list[tuple[int, int | str]] = []
-    for chunk in version.lstrip("v").replace("-", ".").replace("+", ".").split("."):
-        digits = "".join(ch for ch in chunk if ch.isdigit()) if chunk[:1].isdigit() else ""
-        if digits and chunk == digits:
-            parts.append((1, int(digits)))
-        elif digits:
-            parts += [(1, int(digits)), (0, chunk[len(digits) :])]
-        else:
-            parts.append((0, chunk))
-    return tuple(parts)
+def version_key(version: str) -> tuple[tuple[int, ...], int, str]:
+    """A sort key that orders ``1.9 < 1.10``, ``2.0rc1 < 2.0 < 2.0.post1`` and ``1.0 == 1.0.0``
+    well enough to pair versions and select changelog sections."""
+    m = re.match(r"^[vV]?(\d+(?:\.\d+)*)(.*)$", version.strip())
+    if m is None:
+        return (), 0, version
+    release = [int(p) for p in m.group(1).split(".")]
+    while len(release) > 1 and release[-1] == 0:
+        release.pop()
+    rest = m.group(2).lstrip(".-_+")
+    if not rest:
+        return tuple(release), 1, ""
+    final = rest.lower().startswith(("post", "p")) or m.group(2).startswith("+")
+    return tuple(release), 2 if final else 0, rest.lower()
 
 
 def detect_bumps(texts: Texts) -> list[Bump]:

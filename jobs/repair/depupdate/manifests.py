@@ -301,7 +301,8 @@ def reader_for(path: str) -> tuple[Ecosystem, Reader, bool] | None:
     """``(ecosystem, reader, is a lock file)`` for a manifest path, or None for any other file."""
     name = path.rsplit("/", 1)[-1]
     lower = name.lower()
-    if lower.startswith("requirements") and lower.endswith((".txt", ".in")):
+    in_folder = "/requirements/" in "/" + path.lower()
+    if lower.endswith((".txt", ".in")) and ("requirements" in lower or "constraints" in lower or in_folder):
         return "pypi", read_requirements, True  # pins, as pip-compile writes them
     table: dict[str, tuple[Ecosystem, Reader, bool]] = {
         "pyproject.toml": ("pypi", read_pyproject, False),
