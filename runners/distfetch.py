@@ -135,8 +135,10 @@ def safe_extract(archive: Path, dest: Path) -> int:
     return count
 
 
-def _download(url: str, target: Path, sha256: str) -> None:
-    if not url.startswith(("https://", "file://")):
+def _download(url: str, target: Path, sha256: str, index_url: str) -> None:
+    # a local file only from a local index (a mirror on disk); never a file the page names
+    allowed = ("https://", "file://") if index_url.startswith("file://") else ("https://",)
+    if not url.startswith(allowed):
         raise FetchError(f"refused download URL {url[:80]}")
     digest = hashlib.sha256()
     size = 0
@@ -220,7 +222,7 @@ def fetch(
         url = str(chosen.get("url", ""))
         if url.startswith("/"):
             url = urllib.parse.urljoin(index_url, url)
-        _download(url, archive, sha)
+        _download(url, archive, sha, index_url)
     elif ecosystem == "npm":
         try:
             out = subprocess.run(

@@ -45,6 +45,17 @@ def test_npm_lock_files_written_by_the_tools_give_the_two_bumps(path: str, old: 
     assert all(b.exact and b.source == path for b in bumps)
 
 
+@pytest.mark.parametrize(
+    ("path", "old", "new"),
+    [
+        ("yarn.lock", "yarn-berry.old.lock", "yarn-berry.new.lock"),
+        ("pnpm-lock.yaml", "pnpm9-lock.old.yaml", "pnpm9-lock.new.yaml"),
+    ],
+)
+def test_yarn_berry_and_pnpm9_lock_files(path: str, old: str, new: str) -> None:
+    assert _moves(detect_bumps({path: _pair(old, new)})) == {("npm", "lodash", "4.17.20", "4.17.21")}
+
+
 def test_a_lock_file_wins_over_its_manifest_and_unchanged_packages_are_not_bumps() -> None:
     bumps = detect_bumps(
         {

@@ -22,6 +22,8 @@ from jobs.repair.task import fence_untrusted, sanitize_untrusted
 
 LABEL = "dependency-changes"
 MAX_LINE_CHARS = 240
+TAIL_RESERVE = 40
+"""Room kept for the "[n more line(s) not shown]" marker."""
 SHARE = 0.15
 """Share of a context budget the section may take."""
 
@@ -62,13 +64,12 @@ def section(dep: DependencyChange, *, used: Collection[str] = (), budget_chars: 
         ("Other breaking API changes:", [c.describe() for c in other]),
         ("Changelog between the versions:", [ln for ln in rest if ln not in named]),
     ]
-    frame = render(
-        "dependency_section",
-        package=_safe(b.package),
-        old=_safe(b.old) or "(none)",
-        new=_safe(b.new) or "(removed)",
-        changes="",
-    )
+    heading = {
+        "package": _safe(b.package),
+        "old": _safe(b.old) or "(none)",
+        "new": _safe(b.new) or "(removed)",
+    }
+    frame = render("dependency_section", changes="", **heading)
     room = budget_chars - len(frame)
     body: list[str] = []
     left = 0
@@ -84,7 +85,7 @@ def section(dep: DependencyChange, *, used: Collection[str] = (), budget_chars: 
         shown = 0
         for line in lines:
             line = line if len(line) <= MAX_LINE_CHARS else line[: MAX_LINE_CHARS - 1] + "…"
-            if len(fenced([*trial, "- " + line])) > room:
+            if len(fenced([*trial, "- " + line])) > room - TAIL_RESERVE:
                 break
             trial.append("- " + line)
             shown += 1
@@ -95,13 +96,7 @@ def section(dep: DependencyChange, *, used: Collection[str] = (), budget_chars: 
         return ""
     if left and len(fenced([*body, f"[{left} more line(s) not shown]"])) <= room:
         body.append(f"[{left} more line(s) not shown]")
-    return render(
-        "dependency_section",
-        package=b.package,
-        old=b.old or "(none)",
-        new=b.new or "(removed)",
-        changes=fenced(body),
-    )
+    return render("dependency_section", changes=fenced(body), **heading)
 
 
 def section_budget(context_chars: int) -> int:
