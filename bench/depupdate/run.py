@@ -1,0 +1,165 @@
+"""Measure issue #27's pipeline on real breaking dependency bumps (bench/depupdate/cases.json).
+
+Per case: the bump is recognised in a requirements change; both versions of the dependency are
+fetched (download and unpack only, runners/distfetch.py) and compared (API difference, changelog);
+tier 0's migration runs on the client release's own source; the result is re-checked outside the
+loop, statically (nothing of the client or the dependency is run on the host): every use of a
+broken symbol is gone, the file parses, and the replacement exists in the new API; and the rewrite
+is compared with the client's own later release (the gold).
+
+Usage: PYTHONPATH=. python bench/depupdate/run.py [--cache DIR] [--out bench/depupdate/results]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from jobs.repair.depupdate.apidiff import ApiChange, read_api
+from jobs.repair.depupdate.changelog import between, find_changelog, mentioning
+from jobs.repair.depupdate.compare import diff_api
+from jobs.repair.depupdate.context import DependencyChange, section
+from jobs.repair.depupdate.detect import detect_bumps
+from jobs.repair.tier0.migrate import migration_candidates
+from runners.distfetch import fetch, read_texts
+
+HERE = Path(__file__).resolve().parent
+# Where a replacement outside the bumped package is checked: the version the new release requires.
+OTHER = {"markupsafe": "2.1.1"}
+
+
+def _texts(pkg: str, version: str, cache: Path) -> dict[str, str]:
+    return read_texts(fetch("pypi", pkg, version, cache_dir=cache).root)
+
+
+def _uses(text: str, symbol: str) -> int:
+    """References to ``module.name`` in a file: ``from module import name`` and ``module.name``."""
+    module, _, name = symbol.rpartition(".")
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return -1
+    n = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == module and node.level == 0:
+            n += sum(a.name == name for a in node.names)
+        elif isinstance(node, ast.Attribute) and node.attr == name and ast.unparse(node.value) == module:
+            n += 1
+    return n
+
+
+def _exists(dotted: str, apis: dict[str, Any]) -> bool:
+    module, _, name = dotted.rpartition(".")
+    api = apis.get(module.split(".")[0], {})
+    mod = api.get(module)
+    return mod is not None and (name in mod.symbols or name in mod.shims)
+
+
+def _strip_root(path: str) -> str:
+    return path.split("/", 1)[1] if "/" in path else path
+
+
+def run_case(case: dict[str, Any], cache: Path) -> dict[str, Any]:
+    pkg, old, new = case["package"], case["old"], case["new"]
+    bumps = detect_bumps({"requirements.txt": (f"{pkg}=={old}\n", f"{pkg}=={new}\n")})
+    recognised = [(b.package, b.old, b.new) for b in bumps] == [(pkg, old, new)]
+    old_files, new_files = _texts(pkg, old, cache), _texts(pkg, new, cache)
+    old_api, new_api = read_api(old_files), read_api(new_files)
+    api = diff_api(old_api, new_api)
+    log = between(find_changelog(new_files), old, new)
+    apis = {pkg: new_api}
+    for other, version in OTHER.items():
+        if other != pkg:
+            apis[other] = read_api(_texts(other, version, cache))
+    by_symbol = {c.qualified: c for c in api if not c.keyword}
+    client_pkg, client_ver = case["client"]
+    client = {
+        p: t
+        for p, t in _texts(client_pkg, client_ver, cache).items()
+        if p.endswith(".py") and "/tests/" not in p and "/docs/" not in p
+    }
+    cands = migration_candidates(pkg, f"{old} -> {new}", api, client, client.get)
+    migrated = dict(client)
+    if cands:
+        for e in cands[0].proposal.edits:
+            assert migrated[e.path].count(e.old) == 1, e.path
+            migrated[e.path] = migrated[e.path].replace(e.old, e.new)
+    gold_pkg, gold_ver = case["gold"]
+    gold = {_strip_root(p): t for p, t in _texts(gold_pkg, gold_ver, cache).items() if p.endswith(".py")}
+    breaks = []
+    for br in case["breaks"]:
+        sym, want = br["symbol"], br["replacement"]
+        change: ApiChange | None = by_symbol.get(sym)
+        files = [p for p, t in client.items() if _uses(t, sym) > 0]
+        left = sum(max(_uses(migrated[p], sym), 0) for p in files)
+        parses = all(_uses(migrated[p], sym) >= 0 for p in files)
+        rewritten = [p for p in files if migrated[p] != client[p]]
+        got = change.replacement if change else ""
+        gold_hits = []
+        for p in rewritten:
+            g = gold.get(_strip_root(p))
+            if g is not None and want:
+                last = want.rsplit(".", 1)[1]
+                gold_hits.append(last in g and _uses(g, sym) == 0)
+        breaks.append(
+            {
+                "symbol": sym,
+                "client_files": len(files),
+                "named": change is not None,
+                "kind": change.kind if change else "",
+                "replacement": got,
+                "replacement_right": bool(want) and got == want,
+                "changelog_lines": mentioning(log, [sym]),
+                "fixed_static": bool(files) and left == 0 and parses and (not got or _exists(got, apis)),
+                "sites_left": left,
+                "gold_files_compared": len(gold_hits),
+                "gold_agrees": bool(gold_hits) and all(gold_hits),
+            }
+        )
+    deps = DependencyChange(bumps[0], tuple(api), tuple(log)) if bumps else None
+    used = {b["symbol"] for b in case["breaks"]}
+    prompt = section(deps, used=used, budget_chars=6000) if deps else ""
+    return {
+        "id": case["id"],
+        "split": case["split"],
+        "bump": f"{pkg} {old} -> {new}",
+        "client": f"{client_pkg} {client_ver}",
+        "gold": f"{gold_pkg} {gold_ver}",
+        "recognised": recognised,
+        "api_changes": len(api),
+        "changelog_sections": [s.version for s in log],
+        "tier0_candidates": len(cands),
+        "tier0_sites": cands[0].sites if cands else 0,
+        "tier0_files": sorted(e.path for e in cands[0].proposal.edits) if cands else [],
+        "prompt_chars": len(prompt),
+        "prompt_names_all_breaks": all(s in prompt for s in used),
+        "breaks": breaks,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/arcs-depupdate-cache"))
+    ap.add_argument("--out", type=Path, default=HERE / "results")
+    args = ap.parse_args(argv)
+    cases = json.loads((HERE / "cases.json").read_text())["cases"]
+    results = []
+    for case in cases:
+        try:
+            results.append(run_case(case, args.cache))
+        except Exception as exc:  # one case's failure is a result, not the end of the run
+            results.append(
+                {"id": case["id"], "split": case["split"], "error": f"{type(exc).__name__}: {exc}"}
+            )
+        print(json.dumps(results[-1])[:400], file=sys.stderr)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
