@@ -15,14 +15,15 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
+from jobs.dependency_changes import what_changed
 from jobs.repair.depupdate.apidiff import ApiChange, read_api
-from jobs.repair.depupdate.changelog import between, find_changelog, mentioning
-from jobs.repair.depupdate.compare import diff_api
-from jobs.repair.depupdate.context import DependencyChange, section
+from jobs.repair.depupdate.changelog import mentioning
+from jobs.repair.depupdate.context import section
 from jobs.repair.depupdate.detect import detect_bumps
 from jobs.repair.tier0.migrate import migration_candidates
 from runners.distfetch import fetch, read_texts
@@ -67,10 +68,9 @@ def run_case(case: dict[str, Any], cache: Path) -> dict[str, Any]:
     pkg, old, new = case["package"], case["old"], case["new"]
     bumps = detect_bumps({"requirements.txt": (f"{pkg}=={old}\n", f"{pkg}=={new}\n")})
     recognised = [(b.package, b.old, b.new) for b in bumps] == [(pkg, old, new)]
-    old_files, new_files = _texts(pkg, old, cache), _texts(pkg, new, cache)
-    old_api, new_api = read_api(old_files), read_api(new_files)
-    api = diff_api(old_api, new_api)
-    log = between(find_changelog(new_files), old, new)
+    dep = what_changed(bumps[0], cache_dir=cache)
+    api, log = list(dep.api), list(dep.changelog)
+    new_api = read_api(_texts(pkg, new, cache))
     apis = {pkg: new_api}
     for other, version in OTHER.items():
         if other != pkg:
@@ -99,12 +99,18 @@ def run_case(case: dict[str, Any], cache: Path) -> dict[str, Any]:
         parses = all(_uses(migrated[p], sym) >= 0 for p in files)
         rewritten = [p for p in files if migrated[p] != client[p]]
         got = change.replacement if change else ""
-        gold_hits = []
+        # strict: the gold file uses the replacement and no longer the old name; loose: it uses the
+        # replacement (a gold may keep the old name as an ImportError fallback for old versions)
+        strict, loose = [], []
         for p in rewritten:
             g = gold.get(_strip_root(p))
             if g is not None and want:
-                last = want.rsplit(".", 1)[1]
-                gold_hits.append(last in g and _uses(g, sym) == 0)
+                uses_new = (
+                    _uses(g, want) > 0
+                    or re.search(rf"\b{re.escape(want.rsplit('.', 1)[1])}\b", g) is not None
+                )
+                loose.append(uses_new)
+                strict.append(uses_new and _uses(g, sym) == 0)
         breaks.append(
             {
                 "symbol": sym,
@@ -116,13 +122,13 @@ def run_case(case: dict[str, Any], cache: Path) -> dict[str, Any]:
                 "changelog_lines": mentioning(log, [sym]),
                 "fixed_static": bool(files) and left == 0 and parses and (not got or _exists(got, apis)),
                 "sites_left": left,
-                "gold_files_compared": len(gold_hits),
-                "gold_agrees": bool(gold_hits) and all(gold_hits),
+                "gold_files_compared": len(loose),
+                "gold_files_agree_strict": sum(strict),
+                "gold_files_agree_loose": sum(loose),
             }
         )
-    deps = DependencyChange(bumps[0], tuple(api), tuple(log)) if bumps else None
     used = {b["symbol"] for b in case["breaks"]}
-    prompt = section(deps, used=used, budget_chars=6000) if deps else ""
+    prompt = section(dep, used=used, budget_chars=6000)
     return {
         "id": case["id"],
         "split": case["split"],
@@ -144,7 +150,7 @@ def run_case(case: dict[str, Any], cache: Path) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cache", type=Path, default=Path("/tmp/arcs-depupdate-cache"))
-    ap.add_argument("--out", type=Path, default=HERE / "results")
+    ap.add_argument("--out", type=Path, default=HERE / "results" / "results.json")
     args = ap.parse_args(argv)
     cases = json.loads((HERE / "cases.json").read_text())["cases"]
     results = []
@@ -156,8 +162,8 @@ def main(argv: list[str] | None = None) -> int:
                 {"id": case["id"], "split": case["split"], "error": f"{type(exc).__name__}: {exc}"}
             )
         print(json.dumps(results[-1])[:400], file=sys.stderr)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=1) + "\n")
     return 0
 
 

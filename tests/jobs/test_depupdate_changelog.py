@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from jobs.repair.depupdate.apidiff import ApiChange
-from jobs.repair.depupdate.changelog import between, find_changelog, mentioning, sections
+from jobs.repair.depupdate.changelog import between, find_changelog, mentioning, replacements, sections
+from jobs.repair.depupdate.compare import diff_sources
 from jobs.repair.depupdate.context import LABEL, DependencyChange, section
 from jobs.repair.depupdate.detect import Bump
 
@@ -107,3 +108,55 @@ def test_the_section_keeps_its_budget_counts_what_it_left_out_and_escapes_spoofe
     out = section(hostile, budget_chars=3000)
     assert out.count(f"</untrusted-{LABEL}>") == 1
     assert "evil</untrusted" not in out
+
+
+JINJA_31 = """Version 3.1.0
+-------------
+
+-   Remove previously deprecated code. :pr:`1544`
+
+    -   ``contextfilter`` and ``contextfunction`` are replaced by
+        ``pass_context``. ``evalcontextfilter`` and
+        ``evalcontextfunction`` are replaced by ``pass_eval_context``.
+    -   ``Markup`` and ``escape`` should be imported from MarkupSafe.
+    -   ``unicode_urlencode`` is renamed to ``url_quote``.
+
+Version 3.0.0
+-------------
+
+-   ``pass_context`` replaces ``contextfunction`` and
+    ``contextfilter``.
+-   Remove ``soft_unicode``, which was previously deprecated. Use
+    ``soft_str`` instead. :pr:`261`
+-   Add ``items`` filter.
+"""
+
+
+def test_replacements_the_changelog_states_in_so_many_words() -> None:
+    assert replacements(between(JINJA_31, "2.11.3", "3.1.0")) == {
+        "contextfilter": "pass_context",
+        "contextfunction": "pass_context",
+        "evalcontextfilter": "pass_eval_context",
+        "evalcontextfunction": "pass_eval_context",
+        "Markup": "markupsafe.Markup",
+        "escape": "markupsafe.escape",
+        "unicode_urlencode": "url_quote",
+        "soft_unicode": "soft_str",
+    }
+    assert replacements(between(RST, "2.0.1", "2.1.1")) == {"soft_unicode": "soft_str"}
+    assert replacements(between(MD, "1.9.0", "3.0.0")) == {"Client.get": "Client.fetch"}  # Markdown spans
+    assert replacements(between(MD, "2.0.0", "3.0.0")) == {}
+
+
+def test_a_stated_replacement_is_used_only_when_it_exists_in_the_new_version() -> None:
+    old = {"p/__init__.py": "def contextfunction(f):\n    return f\n\ndef gone():\n    pass\n"}
+    new = {"p/__init__.py": "def pass_context(f):\n    return f\n"}
+    stated = {"contextfunction": "pass_context", "gone": "does_not_exist"}
+    found = {c.name: c for c in diff_sources(old, new, stated=stated)}
+    assert (found["contextfunction"].kind, found["contextfunction"].replacement) == (
+        "renamed",
+        "p.pass_context",
+    )
+    assert found["contextfunction"].evidence == "the changelog says so"
+    assert found["gone"].kind == "removed"
+    assert {c.kind for c in diff_sources(old, new)} == {"removed"}

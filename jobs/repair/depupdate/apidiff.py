@@ -205,7 +205,8 @@ def _hints(body: Iterable[ast.stmt], own: str) -> list[str]:
                 if isinstance(s, ast.Constant) and isinstance(s.value, str)
             )
             found = [m.group(1) for m in _HINT.finditer(text)] + [m.group(1) for m in _QUOTED.finditer(text)]
-            out += [n.rstrip(".") for n in found if n.rstrip(".").split(".")[-1] != own]
+            # a dotted name may be the same name elsewhere ("Import 'markupsafe.Markup' instead")
+            out += [n.rstrip(".") for n in found if n.rstrip(".") != own]
     real = [s for s in stmts if not isinstance(s, (ast.Import, ast.ImportFrom))]
     real = [
         s

@@ -94,4 +94,68 @@ def mentioning(picked: Iterable[Section], names: Iterable[str]) -> list[str]:
     return [f"{s.version}: {ln.strip()}" for s in picked for ln in s.lines if pattern.search(ln)]
 
 
-__all__ = ["CHANGELOG_NAME", "Section", "between", "find_changelog", "mentioning", "sections"]
+_CODE = re.compile(r"``([A-Za-z_][\w.]*)(?:\(\))?``|`([A-Za-z_][\w.]*)(?:\(\))?`")
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+\.)\s+")
+_REPLACED_BY = re.compile(
+    r"\b(?:is|are|was|were|has been|have been)\s+(?:replaced|renamed|superseded)\s+(?:by|to|with)\b|\brenamed to\b|\bin favou?r of\b",
+    re.I,
+)
+_REPLACES = re.compile(r"\b(?:replaces|supersedes)\b", re.I)
+_USE_INSTEAD = re.compile(r"\buse\s+(.*?)\s+instead\b", re.I)
+_IMPORTED_FROM = re.compile(
+    r"\b(?:should be imported from|moved to|import(?:ed)? (?:it )?from)\s+`{0,2}([A-Za-z_][\w.]*)", re.I
+)
+
+
+def _bullets(lines: Iterable[str]) -> list[str]:
+    """The changelog's list items, each joined into one line (nested items are their own)."""
+    out: list[str] = []
+    for line in lines:
+        if _BULLET.match(line):
+            out.append(_BULLET.sub("", line, count=1).strip())
+        elif line.strip() and out:
+            out[-1] += " " + line.strip()
+        elif not line.strip() and out and out[-1]:
+            out.append("")
+    return [b for b in out if b]
+
+
+def _names(text: str) -> list[str]:
+    return [a or b for a, b in _CODE.findall(text)]
+
+
+def replacements(picked: Iterable[Section]) -> dict[str, str]:
+    """``{old name: replacement}`` the changelog states in so many words: "``a`` and ``b`` are
+    replaced by ``c``", "``c`` replaces ``a``", "``a`` is renamed to ``c``", "Remove ``a``. Use
+    ``c`` instead.", "``A`` and ``e`` should be imported from MarkupSafe" (-> ``markupsafe.A``).
+    Names are as the changelog writes them (bare or dotted); the caller locates them."""
+    out: dict[str, str] = {}
+    for s in picked:
+        for bullet in _bullets(s.lines):
+            for sentence in re.split(r"(?<=[.;])\s+(?=[A-Z`])", bullet):
+                m = _REPLACED_BY.search(sentence)
+                if m:
+                    before, after = _names(sentence[: m.start()]), _names(sentence[m.end() :])
+                    if before and after:
+                        out.update({b: after[0] for b in before if b != after[0]})
+                    continue
+                m = _REPLACES.search(sentence)
+                if m:
+                    before, after = _names(sentence[: m.start()]), _names(sentence[m.end() :])
+                    if len(before) == 1 and after:
+                        out.update({a: before[0] for a in after if a != before[0]})
+                    continue
+                m = _IMPORTED_FROM.search(sentence)
+                if m:
+                    module = m.group(1).lower().strip(".")
+                    out.update({n: f"{module}.{n.split('.')[-1]}" for n in _names(sentence[: m.start()])})
+            use = _USE_INSTEAD.search(bullet)
+            if use:
+                target = _names(use.group(1))
+                earlier = [n for n in _names(bullet[: use.start()]) if target and n != target[0]]
+                if target and earlier:
+                    out.update({n: target[0] for n in earlier if n not in out})
+    return out
+
+
+__all__ = ["CHANGELOG_NAME", "Section", "between", "find_changelog", "mentioning", "replacements", "sections"]

@@ -10,13 +10,20 @@ MAX_CHANGES = 500
 """A major rewrite lists at most this many changes (the first ones, by module)."""
 
 
-def diff_sources(old: Mapping[str, str], new: Mapping[str, str]) -> list[ApiChange]:
+def diff_sources(
+    old: Mapping[str, str], new: Mapping[str, str], *, stated: Mapping[str, str] | None = None
+) -> list[ApiChange]:
     """:func:`diff_api` of two unpacked distributions ``{path: source}``."""
-    return diff_api(read_api(old), read_api(new))
+    return diff_api(read_api(old), read_api(new), stated=stated)
 
 
-def diff_api(old: Mapping[str, Module], new: Mapping[str, Module]) -> list[ApiChange]:
-    """Every breaking change from ``old`` to ``new`` (see the module docstring of apidiff)."""
+def diff_api(
+    old: Mapping[str, Module], new: Mapping[str, Module], *, stated: Mapping[str, str] | None = None
+) -> list[ApiChange]:
+    """Every breaking change from ``old`` to ``new`` (see the module docstring of apidiff).
+    ``stated``: replacements the changelog states (:func:`~jobs.repair.depupdate.changelog.replacements`),
+    used for a removed name when the code itself names none (a bump across the release that
+    deprecated it leaves no shim to read)."""
     out: list[ApiChange] = []
     ours = {m.split(".")[0] for m in [*old, *new]}
     for name in sorted(old):
@@ -35,7 +42,7 @@ def diff_api(old: Mapping[str, Module], new: Mapping[str, Module]) -> list[ApiCh
                     sym.kind == "method" and sym_name.split(".")[0] not in after.symbols
                 ):
                     continue  # still answered (deprecated), or its class is reported instead
-                out.append(_gone(name, sym, before, old, new, ours))
+                out.append(_gone(name, sym, before, old, new, ours, stated or {}))
             elif sym.params is not None and kept.params is not None:
                 out += _signature(name, sym_name, sym.params, kept.params)
         if len(out) >= MAX_CHANGES:
@@ -50,6 +57,7 @@ def _gone(
     old: Mapping[str, Module],
     new: Mapping[str, Module],
     ours: set[str],
+    stated: Mapping[str, str],
 ) -> ApiChange:
     hints = list(sym.hints) + before.shims.get(sym.name, [])
     evidence = "the old version points at it" if hints else ""
@@ -68,6 +76,12 @@ def _gone(
         if target and not any(p.startswith("_") for p in target.split(".")):
             kind: ChangeKind = "moved" if target.split(".")[-1] == own else "renamed"
             return ApiChange(kind, module, sym.name, target, evidence=evidence)
+    for key in (f"{module}.{sym.name}", sym.name):
+        hint = stated.get(key, "")
+        target = _locate(hint, module, sym, new, ours) if hint else ""
+        if target and not any(p.startswith("_") for p in target.split(".")):
+            kind = "moved" if target.split(".")[-1] == own else "renamed"
+            return ApiChange(kind, module, sym.name, target, evidence="the changelog says so")
     if sym.kind != "method":
         elsewhere = sorted(
             (
