@@ -5,8 +5,8 @@ For one :class:`~jobs.repair.depupdate.detect.Bump`, both versions are fetched a
 and compared by the pure core: the Python API difference from source
 (:mod:`jobs.repair.depupdate.compare`), the changelog sections between the versions and the
 replacements they state (:mod:`jobs.repair.depupdate.changelog`). A version that cannot be
-fetched leaves a note instead of failing the repair. npm packages get their changelog only
-(their API difference from type declarations is not built yet).
+fetched leaves a note instead of failing the repair. npm packages are compared by their type
+declarations' exports (:mod:`jobs.repair.depupdate.npmapi`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from jobs.repair.depupdate.changelog import between, find_changelog, replacement
 from jobs.repair.depupdate.compare import diff_sources
 from jobs.repair.depupdate.context import DependencyChange
 from jobs.repair.depupdate.detect import Bump, bumps_in
+from jobs.repair.depupdate.npmapi import diff_npm
 from runners import wsfs
 from runners.distfetch import DEFAULT_INDEX, FetchError, fetch, read_texts
 
@@ -45,7 +46,10 @@ def what_changed(bump: Bump, *, cache_dir: Path, index_url: str = DEFAULT_INDEX)
     notes: list[str] = []
     if not sections:
         notes.append("no changelog section between the versions in the distribution")
-    api = diff_sources(old, new, stated=replacements(sections)) if bump.ecosystem == "pypi" else []
+    if bump.ecosystem == "pypi":
+        api = diff_sources(old, new, stated=replacements(sections))
+    else:
+        api = diff_npm(old, new, bump.package)
     return DependencyChange(bump, tuple(api), sections, tuple(notes))
 
 
