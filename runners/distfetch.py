@@ -37,8 +37,12 @@ MAX_ARCHIVE_BYTES = 50_000_000
 MAX_MEMBERS = 20_000
 MAX_FILE_BYTES = 5_000_000
 MAX_TOTAL_BYTES = 200_000_000
+MAX_DECLARED_BYTES = 1_000_000_000
+"""Sizes of all tar members together, skipped ones included."""
 TIMEOUT_S = 120
 TEXT_SUFFIXES = (".py", ".pyi", ".d.ts", ".d.mts", ".d.cts")
+METADATA_NAMES = ("PKG-INFO", "METADATA")
+"""A wheel's (or sdist's) metadata: its long description often carries the changelog."""
 CHANGELOG = re.compile(
     r"^(changes|changelog|history|news|release[-_ ]?notes)(\.(rst|md|txt|markdown))?$", re.I
 )
@@ -120,8 +124,12 @@ def safe_extract(archive: Path, dest: Path) -> int:
                 if len(data) <= MAX_FILE_BYTES:
                     write(rel, data)
         return count
+    declared = 0
     with tarfile.open(archive, "r:*") as tf:
         for member in tf:
+            declared += max(member.size, 0)
+            if declared > MAX_DECLARED_BYTES:  # skipping a member still inflates it: a bomb is refused whole
+                raise FetchError(f"{archive.name}: more than the unpacking caps allow")
             if member.isdir():
                 continue
             rel = member_path(member.name)
@@ -235,6 +243,7 @@ def fetch(
                     "--pack-destination",
                     str(home),
                 ],
+                cwd=home,  # no repository's .npmrc is read
                 capture_output=True,
                 text=True,
                 timeout=TIMEOUT_S,
@@ -265,7 +274,10 @@ def read_texts(root: Path, *, max_chars: int = 30_000_000) -> dict[str, str]:
         if path.is_symlink() or not path.is_file():
             continue
         name = path.name
-        if not (name.endswith(TEXT_SUFFIXES) or CHANGELOG.match(name) or name == "package.json"):
+        wanted = (
+            name.endswith(TEXT_SUFFIXES) or CHANGELOG.match(name) or name in ("package.json", *METADATA_NAMES)
+        )
+        if not wanted:
             continue
         try:
             text = path.read_text(encoding="utf-8")

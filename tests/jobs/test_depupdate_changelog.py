@@ -160,3 +160,10 @@ def test_a_stated_replacement_is_used_only_when_it_exists_in_the_new_version() -
     assert found["contextfunction"].evidence == "the changelog says so"
     assert found["gone"].kind == "removed"
     assert {c.kind for c in diff_sources(old, new)} == {"removed"}
+
+
+def test_without_a_changes_file_the_metadata_long_description_is_read() -> None:
+    meta = "Metadata-Version: 2.1\nName: p\nVersion: 2.0\n\nP does things.\n\n2.0 (2024-01-01)\n----------------\n- ``a`` is renamed to ``b``.\n"
+    text = find_changelog({"p-2.0.dist-info/METADATA": meta, "p/__init__.py": ""})
+    assert not text.startswith("Metadata-Version")
+    assert replacements(between(text, "1.0", "2.0")) == {"a": "b"}

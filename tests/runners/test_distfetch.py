@@ -128,3 +128,22 @@ def test_fetch_checks_the_index_hash_unpacks_once_and_serves_the_cache(
         fetch("pypi", "pkg", "1.0", cache_dir=tmp_path / "other", index_url=local)
     with pytest.raises(FetchError, match="refused package spec"):
         fetch("pypi", "pkg; rm -rf /", "1.0", cache_dir=tmp_path / "other")
+
+
+def test_skipped_members_count_against_the_declared_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    big = _tar(tmp_path / "big.tar.gz", [(_file("p/data.bin"), b"\0" * 5000), (_file("p/a.py"), b"x")])
+    monkeypatch.setattr(distfetch, "MAX_FILE_BYTES", 1000)  # the data file is skipped, not written...
+    monkeypatch.setattr(distfetch, "MAX_DECLARED_BYTES", 4000)  # ...but still counted
+    with pytest.raises(FetchError, match="caps"):
+        safe_extract(big, tmp_path / "out")
+
+
+def test_a_wheels_metadata_is_read_for_its_changelog(tmp_path: Path) -> None:
+    whl = tmp_path / "p-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w") as zf:
+        zf.writestr("p/__init__.py", "")
+        zf.writestr("p-1.0.dist-info/METADATA", "Name: p\n\nChanges\n=======\n\n1.0\n---\n- x\n")
+    safe_extract(whl, tmp_path / "out")
+    assert set(read_texts(tmp_path / "out")) == {"p/__init__.py", "p-1.0.dist-info/METADATA"}

@@ -36,9 +36,16 @@ class Section:
 
 
 def find_changelog(files: Mapping[str, str]) -> str:
-    """The text of the distribution's changelog ('' when none): the shallowest matching path."""
+    """The text of the distribution's changelog ('' when none): the shallowest matching path, else
+    the long description of its metadata (headers dropped)."""
     found = sorted((p for p in files if CHANGELOG_NAME.search(p)), key=lambda p: (p.count("/"), len(p)))
-    return files[found[0]] if found else ""
+    if found:
+        return files[found[0]]
+    # a wheel has no CHANGES file; its METADATA's long description often ends with the changelog
+    meta = sorted(
+        (p for p in files if p.rsplit("/", 1)[-1] in ("METADATA", "PKG-INFO")), key=lambda p: p.count("/")
+    )
+    return files[meta[0]].split("\n\n", 1)[-1] if meta else ""
 
 
 def _heading_version(lines: Sequence[str], i: int) -> str:
