@@ -115,9 +115,9 @@ def detect_bumps(texts: Texts) -> list[Bump]:
         if spec is None:
             continue
         ecosystem, read, lock = spec
-        old_text, new_text = texts[path]
-        before: Versions = read(old_text) if old_text else {}
-        after: Versions = read(new_text) if new_text else {}
+        base, head = texts[path]
+        before: Versions = read(base) if base else {}
+        after: Versions = read(head) if head else {}
         for name in sorted(set(before) | set(after)):
             for old, new in _pairs(before.get(name, set()), after.get(name, set())):
                 found.append(Bump(ecosystem, name, old, new, path, exact=lock))

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from jobs.repair.depupdate.apidiff import ApiChange
 from jobs.repair.model import Edit, Proposal
 from jobs.repair.tier0.anchor import replace_pair
+from jobs.repair.tier0.migrate_js import migrate_js
 
 PROPOSER = "depupdate"
 MIGRATABLE = ("renamed", "moved", "keyword_renamed")
@@ -210,7 +211,8 @@ def _apply(text: str, spans: Iterable[Span]) -> str | None:
 def migrate_files(
     changes: Sequence[ApiChange], paths: Iterable[str], read: Callable[[str], str | None]
 ) -> tuple[list[Edit], int]:
-    """Edits that apply ``changes`` to the Python files among ``paths``, and the sites rewritten."""
+    """Edits that apply ``changes`` to the Python files among ``paths`` (and to the imports of the
+    JavaScript/TypeScript ones, :mod:`jobs.repair.tier0.migrate_js`), and the sites rewritten."""
     edits: list[Edit] = []
     sites = 0
     wanted = [c for c in changes if c.kind in MIGRATABLE and c.replacement]
@@ -218,6 +220,13 @@ def migrate_files(
         return [], 0
     tops = {c.module.split(".")[0] for c in wanted}
     for path in sorted(set(paths)):
+        js = migrate_js(path, read, wanted)
+        if js is not None:
+            pair = replace_pair(js[0], js[1])
+            if pair is not None:
+                edits.append(Edit(path=path, kind="replace", old=pair[0], new=pair[1]))
+                sites += js[2]
+            continue
         if not path.endswith((".py", ".pyi")):
             continue
         text = read(path)
