@@ -44,11 +44,13 @@ from runners.config import RepoConfig
 
 __all__ = [
     "DEFAULT_DENIED",
+    "DEPENDENCY_UPDATES",
     "ON_NO_FIX",
     "ORG_DEFAULTS",
     "RUNNER_KEYS",
     "ArcsConfig",
     "BudgetConfig",
+    "DependencyUpdates",
     "OnNoFix",
     "PathsConfig",
     "SetupNetwork",
@@ -61,6 +63,8 @@ DEFAULT_DENIED: tuple[str, ...] = (".github/workflows/",)
 """Workflow files: changing them needs the ``workflows`` permission ARCS does not ask for."""
 OnNoFix = Literal["report", "revert"]
 ON_NO_FIX: tuple[OnNoFix, ...] = ("report", "revert")
+DependencyUpdates = Literal["fix", "comment", "off"]
+DEPENDENCY_UPDATES: tuple[DependencyUpdates, ...] = ("fix", "comment", "off")
 ORG_DEFAULTS = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/\.github$"
 """``extends:``: an organisation's (or user's) ``.github`` repository, nothing else."""
 RUNNER_KEYS = ("test", "setup", "timeout_s", "memory_mb", "setup_network")
@@ -150,6 +154,18 @@ Tier = Annotated[
     WithJsonSchema({"enum": [0, *TIER_REQUESTS]}),
 ]
 Choice = Annotated[OnNoFix, BeforeValidator(_choice_text)]
+
+
+def _switch_text(value: object) -> object:
+    # YAML 1.1 (what ARCS reads) turns a bare `off` into false: that is the choice `off`.
+    return "off" if value is False else _choice_text(value)
+
+
+UpdateChoice = Annotated[
+    DependencyUpdates,
+    BeforeValidator(_switch_text),
+    WithJsonSchema({"enum": [*DEPENDENCY_UPDATES, False]}),
+]
 
 
 class _Section(BaseModel):
@@ -273,6 +289,12 @@ class ArcsConfig(_Section):
         description="No forward fix passes: `report` it, or (default branch, culprit known) `revert`: "
         "open a verified revert pull request of the culprit commit.",
     )
+    dependency_updates: UpdateChoice = Field(
+        default="fix",
+        description="A dependency update (Dependabot, Renovate) whose CI is red: `fix` migrates the code to "
+        "the new version (a commit on the update's branch or a stacked pull request), `comment` only names "
+        "the breaking changes that hit this repository, `off` leaves it alone. ARCS does not revert the bump.",
+    )
     extends: Annotated[StrictStr, StringConstraints(pattern=ORG_DEFAULTS)] | None = Field(
         default=None,
         description="Organisation defaults: `<org>/.github`, the organisation's `.github` repository; "
@@ -334,7 +356,11 @@ def unknown_message(
     return f"unknown key `{prefix}{key}`{more}{hint}", f"{prefix}{key}"
 
 
-_CHOICES: dict[str, Sequence[str]] = {"tier": TIER_REQUESTS, "on_no_fix": ON_NO_FIX}
+_CHOICES: dict[str, Sequence[str]] = {
+    "tier": TIER_REQUESTS,
+    "on_no_fix": ON_NO_FIX,
+    "dependency_updates": DEPENDENCY_UPDATES,
+}
 _MAPPING = {"model_type", "dict_type", "model_attributes_type", "not_a_mapping"}
 
 
@@ -414,6 +440,7 @@ _ORDER = (
     "notify_unrepairable",
     "open_pr_on_partial",
     "on_no_fix",
+    "dependency_updates",
     "extends",
 )
 
