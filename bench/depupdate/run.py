@@ -179,6 +179,19 @@ def _npm_texts(pkg: str, version: str, cache: Path) -> dict[str, str]:
     return read_texts(fetch("npm", pkg, version, cache_dir=cache).root)
 
 
+def _npm_code(pkg: str, version: str, cache: Path) -> dict[str, str]:
+    """The JS/TS files of an unpacked tarball (read_texts keeps only declarations: the API side)."""
+    root = fetch("npm", pkg, version, cache_dir=cache).root
+    out = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink() and path.name.endswith(JS_SUFFIXES):
+            try:
+                out[path.relative_to(root).as_posix()] = path.read_text(encoding="utf-8")
+            except (UnicodeDecodeError, OSError):
+                continue
+    return out
+
+
 def run_npm_case(case: dict[str, Any], cache: Path) -> dict[str, Any]:
     pkg, old, new = case["package"], case["old"], case["new"]
     manifest = '{"name": "client", "dependencies": {"%s": "%s"}}\n'
@@ -192,8 +205,8 @@ def run_npm_case(case: dict[str, Any], cache: Path) -> dict[str, Any]:
     dirs = tuple(case.get("client_dirs") or [""])
     client = {
         _strip_root(p): t
-        for p, t in _npm_texts(client_pkg, client_ver, cache).items()
-        if p.endswith(JS_SUFFIXES) and _strip_root(p).startswith(dirs)
+        for p, t in _npm_code(client_pkg, client_ver, cache).items()
+        if _strip_root(p).startswith(dirs)
     }
     migrated, sites = {}, 0
     for p, t in client.items():
