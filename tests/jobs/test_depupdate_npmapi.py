@@ -58,3 +58,29 @@ def test_removed_renamed_and_moved_exports() -> None:
         "lib/dist/extra": "lib/dist/extra: module removed",
     }
     assert diff_npm({"package/package.json": "{}"}, {}, "x") == []
+
+
+def test_public_modules_come_from_the_exports_map_and_export_assign_is_the_default() -> None:
+    """msw 2 puts ``setupWorker`` behind ``"./browser"`` (a file in lib/browser); lru-cache 10
+    turned ``export = LRUCache`` into a named export reached only through ``exports``."""
+    old = {
+        "package/package.json": '{"types": "./lib/index.d.ts", "exports": {".": {"default": "./lib/index.js"}}}',
+        "package/lib/index.d.ts": "export declare function setupWorker(): void;\n"
+        "declare class LRUCache {}\nexport = LRUCache\n",
+    }
+    new = {
+        "package/package.json": (
+            '{"exports": {".": {"require": {"types": "./dist/cjs/index.d.ts"}}, '
+            '"./browser": {"node": null, "types": "./lib/browser/index.d.ts"}, "./package.json": "./package.json"}}'
+        ),
+        "package/dist/cjs/index.d.ts": "export declare class LRUCache {}\n",
+        "package/lib/browser/index.d.ts": "export declare function setupWorker(): void;\n",
+        "package/lib/internal/index.d.ts": "export declare const hidden: number;\n",
+    }
+    assert read_npm_api(old, "p") == {"p": {"setupWorker": [], "default": ["LRUCache"]}}
+    assert set(read_npm_api(new, "p")) == {"p", "p/browser"}  # lib/internal is not importable
+    moves = {(c.kind, c.qualified, c.replacement) for c in diff_npm(old, new, "p")}
+    assert moves == {
+        ("moved", "p.setupWorker", "p/browser.setupWorker"),
+        ("renamed", "p.default", "p.LRUCache"),
+    }

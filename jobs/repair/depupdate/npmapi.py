@@ -1,8 +1,12 @@
 """The exported API difference of an npm package between two versions, from its type
 declarations (``.d.ts``). Pure; read with regular expressions, not a TypeScript parser.
 
-A package's public modules are its root (``types``/``typings`` of package.json, else
-``index.d.ts``) and every folder's ``index.d.ts`` (the subpath ``pkg/sub``). A module's exported
+A package's public modules are the subpaths of package.json's ``exports`` map (``"./browser"`` is
+``pkg/browser``, its ``types`` condition or the declarations next to its JavaScript), only those
+when there is a map (a file path is not importable past it); without one, its root (``types``/
+``typings``, else ``index.d.ts``) and every folder's ``index.d.ts`` (the subpath ``pkg/sub``).
+``export = Name`` (a CommonJS module that is ``Name`` itself) is the ``default`` export, with
+``Name`` as its hint: a new version exporting ``Name`` by name renamed it. A module's exported
 names are its ``export`` declarations (function, class, const, let, var, enum, interface, type,
 namespace, ``default``), its ``export { a, b as c }`` lists and, followed through relative
 paths, ``export … from`` and ``export * from``. A declaration whose JSDoc says ``@deprecated Use
@@ -27,6 +31,7 @@ _DECL = re.compile(
     re.M,
 )
 _DEFAULT = re.compile(r"^export\s+default\b", re.M)
+_ASSIGN = re.compile(r"^export\s*=\s*([A-Za-z_$][\w$]*)", re.M)
 _LIST = re.compile(r"^export\s+(?:type\s+)?\{([^}]*)\}\s*(?:from\s+['\"]([^'\"]+)['\"])?", re.M)
 _STAR = re.compile(r"^export\s+\*\s*(?:as\s+([\w$]+)\s+)?from\s+['\"]([^'\"]+)['\"]", re.M)
 _BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.S)
@@ -52,6 +57,51 @@ def _entry(files: Mapping[str, str], base: str) -> str:
         path = posixpath.normpath(base + types.removeprefix("./"))
         return path if path.endswith(".d.ts") else path + ".d.ts"
     return base + "index.d.ts"
+
+
+def _meta(files: Mapping[str, str], base: str) -> dict[str, object]:
+    try:
+        meta = json.loads(files.get(base + "package.json", "{}"))
+    except ValueError:
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _types_of(target: object) -> str | None:
+    """The declaration file an ``exports`` target names: its ``types`` condition, else the first
+    condition that has one, else the ``.d.ts`` beside its JavaScript."""
+    if isinstance(target, str):
+        if target.endswith((".d.ts", ".d.mts", ".d.cts")):
+            return target
+        js = re.match(r"^(.*)\.(m|c)?js$", target)
+        return f"{js.group(1)}.d.{js.group(2) or ''}ts" if js else None
+    if isinstance(target, dict):
+        for key in ("types", "require", "import", "default", "node"):
+            found = _types_of(target.get(key))
+            if found:
+                return found
+    if isinstance(target, list):
+        return next((t for t in map(_types_of, target) if t), None)
+    return None
+
+
+def _mapped(files: Mapping[str, str], base: str) -> dict[str, str] | None:
+    """``exports`` subpath (``""``, ``"/browser"``) -> declaration file; None without a map."""
+    exports = _meta(files, base).get("exports")
+    if isinstance(exports, str | list) or (
+        isinstance(exports, dict) and not any(k.startswith(".") for k in exports)
+    ):
+        exports = {".": exports}
+    if not isinstance(exports, dict):
+        return None
+    out: dict[str, str] = {}
+    for key, target in exports.items():
+        if not key.startswith(".") or "*" in key or key.endswith(".json"):
+            continue
+        types = _types_of(target)
+        if types:
+            out[key[1:].rstrip("/")] = posixpath.normpath(base + types.removeprefix("./"))
+    return out
 
 
 def _resolve(files: Mapping[str, str], here: str, spec: str) -> str | None:
@@ -90,6 +140,8 @@ def exports_of(files: Mapping[str, str], path: str, depth: int = 0) -> dict[str,
         known.extend(h for h in dict.fromkeys(hints) if h not in known)
     if _DEFAULT.search(text):
         out.setdefault("default", [])
+    for m in _ASSIGN.finditer(text):
+        out.setdefault("default", []).append(m.group(1))
     code = _LINE_COMMENT.sub("", _BLOCK_COMMENT.sub(" ", text))
     for m in _LIST.finditer(code):
         source = _resolve(files, path, m.group(2)) if m.group(2) else None
@@ -118,6 +170,14 @@ def read_npm_api(files: Mapping[str, str], package: str) -> dict[str, dict[str, 
     base = _package_dir(files)
     modules: dict[str, dict[str, list[str]]] = {}
     entry = _entry(files, base)
+    mapped = _mapped(files, base)
+    if mapped is not None:
+        for sub, path in sorted(mapped.items()):
+            if path not in files and sub == "":
+                path = entry  # a map without declarations for ".": package.json's `types`
+            if path in files:
+                modules[package + sub] = exports_of(files, path)
+        return modules
     if entry in files:
         modules[package] = exports_of(files, entry)
     for path in sorted(files):
@@ -143,9 +203,8 @@ def diff_npm(old: Mapping[str, str], new: Mapping[str, str], package: str) -> li
                 continue
             target = next((h for h in hints if h.split(".")[0] in after[module]), "")
             if target:
-                out.append(
-                    ApiChange("renamed", module, name, f"{module}.{target}", evidence="@deprecated note")
-                )
+                why = f"export = {target}, exported by name now" if name == "default" else "@deprecated note"
+                out.append(ApiChange("renamed", module, name, f"{module}.{target}", evidence=why))
                 continue
             elsewhere = sorted(m for m, names in after.items() if name in names)
             kind: ChangeKind = "moved" if elsewhere else "removed"

@@ -7,7 +7,11 @@ Only the import is rewritten, so the file's uses of the name stay as they are:
   'pkg'``; ``const { formatError } = require('pkg')`` -> ``const { formatMessage: formatError } =
   require('pkg')``;
 * moved: the name leaves its ``import { … } from 'pkg'`` (the statement goes when it was the
-  only one) and ``import { name } from 'pkg/sub';`` follows it.
+  only one) and ``import { name } from 'pkg/sub';`` follows it;
+* ``require('pkg').name`` -> ``require('pkg/sub').target``;
+* a default export (``export =``) now exported by name: ``const LRU = require('lru-cache')`` ->
+  ``const { LRUCache: LRU } = require('lru-cache')``; ``import LRU from 'lru-cache'`` ->
+  ``import { LRUCache as LRU } from 'lru-cache'``.
 """
 
 from __future__ import annotations
@@ -88,6 +92,46 @@ def _rewrite_es(text: str, change: ApiChange) -> tuple[str, int]:
             return f"{{ {', '.join(out)} }} = require({m.group(2)}{change.module}{m.group(2)})"
 
         text = _require(change.module).sub(req, text)
+
+    def member(m: re.Match[str]) -> str:
+        nonlocal sites
+        sites += 1
+        return f"require({m.group(1)}{target_mod}{m.group(1)}).{target}"
+
+    # ``require('pkg').name`` (what compilers emit for a named import): module and name together
+    pattern = (
+        r"require\(\s*(['\"])"
+        + re.escape(change.module)
+        + r"\1\s*\)\."
+        + re.escape(change.name)
+        + r"\b(?![\w$])"
+    )
+    return re.sub(pattern, member, text), sites
+
+
+def _rewrite_default(text: str, change: ApiChange) -> tuple[str, int]:
+    target_mod, target = _split(change.replacement)
+    mod = re.escape(change.module)
+    sites = 0
+
+    def es(m: re.Match[str]) -> str:
+        nonlocal sites
+        sites += 1
+        local = m.group(1)
+        spec = target if local == target else f"{target} as {local}"
+        return f"import {{ {spec} }} from {m.group(2)}{target_mod}{m.group(2)}"
+
+    def req(m: re.Match[str]) -> str:
+        nonlocal sites
+        sites += 1
+        local = m.group(2)
+        spec = target if local == target else f"{target}: {local}"
+        return f"{m.group(1)} {{ {spec} }} = require({m.group(3)}{target_mod}{m.group(3)})"
+
+    text = re.sub(r"import\s+([A-Za-z_$][\w$]*)\s+from\s*(['\"])" + mod + r"\2", es, text)
+    text = re.sub(
+        r"\b(const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*require\(\s*(['\"])" + mod + r"\3\s*\)", req, text
+    )
     return text, sites
 
 
@@ -99,7 +143,8 @@ def migrate_js_text(text: str, changes: list[ApiChange]) -> tuple[str, int]:
             continue
         if change.module not in text:
             continue
-        new, sites = _rewrite_es(text, change)
+        rewrite = _rewrite_default if change.name == "default" else _rewrite_es
+        new, sites = rewrite(text, change)
         if sites:
             text, total = new, total + sites
     return text, total
