@@ -50,7 +50,8 @@ class DependencyReport:
     migration: MigrationCandidate | None = None
     """The tier-0 migration that is the fix (None: another proposer's fix, or no fix)."""
     hits: Mapping[str, tuple[Hit, ...]] = field(default_factory=dict)
-    """package -> the breaking changes the repository uses, with their sites."""
+    """package -> the breaking changes the repository uses, with their sites (a package left out:
+    not searched, and the section does not say how many are used)."""
     delivered: str = ""
     """Where the fix went, in ARCS' words (``commit abc1234 on the update's branch``, ``pull
     request #12, stacked on the update``); '' when none went anywhere."""
@@ -92,7 +93,10 @@ def _change_line(change: ApiChange, hit: Hit | None) -> str:
     return line
 
 
-def _bump_part(dep: DependencyChange, hits: Sequence[Hit]) -> list[str]:
+def _bump_part(dep: DependencyChange, hits: Sequence[Hit] | None) -> list[str]:
+    """``hits`` None: where the changes hit was not searched (npm: the search reads Python)."""
+    searched = hits is not None
+    hits = hits or ()
     by_change = {h.change: h for h in hits}
     used = [c for c in dep.api if c in by_change]
     ordered = used + [c for c in dep.api if c not in by_change]
@@ -100,7 +104,8 @@ def _bump_part(dep: DependencyChange, hits: Sequence[Hit]) -> list[str]:
     if not dep.api:
         out = [f"{head}: no breaking API difference found."]
     else:
-        out = [f"{head}: {len(dep.api)} breaking API change(s), {len(used)} used by this repository."]
+        where = f", {len(used)} used by this repository" if searched else ""
+        out = [f"{head}: {len(dep.api)} breaking API change(s){where}."]
         out += [_change_line(c, by_change.get(c)) for c in ordered[:MAX_CHANGES]]
         if len(ordered) > MAX_CHANGES:
             out.append(f"- … and {len(ordered) - MAX_CHANGES} more")
@@ -181,7 +186,7 @@ def dependency_markdown(report: DependencyReport, *, limit: int = LIMIT) -> str:
     what = f"**What ARCS did:** {_what_arcs_did(report)}"
     room = limit - len(what) - 200
     for i, d in enumerate(report.deps):
-        part = ["", *_bump_part(d, report.hits.get(d.bump.package, ()))]
+        part = ["", *_bump_part(d, report.hits.get(d.bump.package))]
         if len("\n".join(out + part)) > room:  # whole parts only: a cut would leave a fence open
             out += ["", f"… {len(report.deps) - i} more bump(s) not shown."]
             break

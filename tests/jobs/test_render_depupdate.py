@@ -69,7 +69,10 @@ def test_no_fix_names_what_hit_and_keeps_the_bump() -> None:
 
 def test_without_hits_the_changelog_between_the_versions_is_shown() -> None:
     text = dependency_markdown(DependencyReport((DEP,), fixed=True, delivered="pull request #12"))
-    assert "0 used by this repository" in text and "Changelog between the versions" in text
+    assert "2 breaking API change(s)." in text and "used by this repository" not in text  # not searched
+    assert "Changelog between the versions" in text
+    searched = dependency_markdown(DependencyReport((DEP,), hits={"markupsafe": ()}))
+    assert "2 breaking API change(s), 0 used by this repository." in searched
     assert "2.1.0: - Drop Python 3.6." in text and "ARCS found a fix that passes" in text
 
 
