@@ -39,6 +39,8 @@ this module reads files with it. Runners never read the file; they get a
                                  # tests that already failed before (verdict `partial`)
     on_no_fix: report            # report | revert: when no forward fix passes on the default
                                  # branch, open a verified revert PR of the culprit commit
+    dependency_updates: fix      # fix | comment | off: a red dependency update is migrated,
+                                 # only commented on, or left alone (the bump is kept)
 
 Errors name the key: ``.arcs.yml: budget.usd: expected a number, got 'lots'``
 (:class:`ArcsConfigError`, a :class:`~runners.errors.ConfigError`).

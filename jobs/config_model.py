@@ -44,12 +44,14 @@ from runners.config import RepoConfig
 
 __all__ = [
     "DEFAULT_DENIED",
+    "DEPENDENCY_UPDATES",
     "FIX_KINDS",
     "ON_NO_FIX",
     "ORG_DEFAULTS",
     "RUNNER_KEYS",
     "ArcsConfig",
     "BudgetConfig",
+    "DependencyUpdates",
     "FixKind",
     "FlakyConfig",
     "OnNoFix",
@@ -68,6 +70,8 @@ FixKind = Literal["format", "lint", "template", "revert", "llm"]
 FIX_KINDS: tuple[FixKind, ...] = ("format", "lint", "template", "revert", "llm")
 """What made a fix (:mod:`jobs.fix_kind`): a formatter's or a linter's own fix mode, a tier-0
 template, a revert of the lines that broke, a model's patch."""
+DependencyUpdates = Literal["fix", "comment", "off"]
+DEPENDENCY_UPDATES: tuple[DependencyUpdates, ...] = ("fix", "comment", "off")
 ORG_DEFAULTS = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/\.github$"
 """``extends:``: an organisation's (or user's) ``.github`` repository, nothing else."""
 RUNNER_KEYS = ("test", "setup", "timeout_s", "memory_mb", "setup_network")
@@ -168,6 +172,18 @@ FixKinds = Annotated[
             ]
         }
     ),
+]
+
+
+def _switch_text(value: object) -> object:
+    # YAML 1.1 (what ARCS reads) turns a bare `off` into false: that is the choice `off`.
+    return "off" if value is False else _choice_text(value)
+
+
+UpdateChoice = Annotated[
+    DependencyUpdates,
+    BeforeValidator(_switch_text),
+    WithJsonSchema({"enum": [*DEPENDENCY_UPDATES, False]}),
 ]
 
 
@@ -306,6 +322,12 @@ class ArcsConfig(_Section):
         description="No forward fix passes: `report` it, or (default branch, culprit known) `revert`: "
         "open a verified revert pull request of the culprit commit.",
     )
+    dependency_updates: UpdateChoice = Field(
+        default="fix",
+        description="A dependency update (Dependabot, Renovate) whose CI is red: `fix` migrates the code to "
+        "the new version (a commit on the update's branch or a stacked pull request), `comment` only names "
+        "the breaking changes that hit this repository, `off` leaves it alone. ARCS does not revert the bump.",
+    )
     extends: Annotated[StrictStr, StringConstraints(pattern=ORG_DEFAULTS)] | None = Field(
         default=None,
         description="Organisation defaults: `<org>/.github`, the organisation's `.github` repository; "
@@ -388,6 +410,7 @@ _CHOICES: dict[str, Sequence[str]] = {
     "tier": TIER_REQUESTS,
     "on_no_fix": ON_NO_FIX,
     "auto_apply": FIX_KINDS,
+    "dependency_updates": DEPENDENCY_UPDATES,
 }
 _MAPPING = {"model_type", "dict_type", "model_attributes_type", "not_a_mapping"}
 
@@ -469,6 +492,7 @@ _ORDER = (
     "open_pr_on_partial",
     "flaky",
     "on_no_fix",
+    "dependency_updates",
     "extends",
     "auto_apply",
     "dashboard_issue",

@@ -24,6 +24,7 @@ draft: false
 pr_labels: bot
 paths: {allowed: ["src/**"]}
 on_no_fix: revert
+dependency_updates: Comment
 """
 
 
@@ -35,7 +36,7 @@ def test_the_values_of_a_full_file() -> None:
     assert config.setup_allow == ("npm.example.com", "*.example.org:8443")
     assert config.tier == "small" and config.budget == BudgetConfig(iterations=3, usd=0.5)
     assert config.paths == PathsConfig(allowed=("src/**",)) and config.on_no_fix == "revert"
-    assert config.path == ".arcs.yml"
+    assert config.dependency_updates == "comment" and config.path == ".arcs.yml"
 
 
 def test_frozen_and_closed() -> None:
@@ -70,8 +71,10 @@ def test_path_is_not_a_key_of_the_file() -> None:
         ("zzz: 1\ntimeout_s: 0\n", ".arcs.yml: `timeout_s` must be a finite positive number, got 0", "timeout_s"),
         ("tier: huge\nzzz: 1\n", ".arcs.yml: unknown key `zzz` (known: triggers, label, branches, test, "
          "setup, timeout_s, memory_mb, setup_network, tier, budget, max_prs_per_day, max_open_prs, draft, "
-         "pr_labels, paths, notify_unrepairable, open_pr_on_partial, flaky, on_no_fix, extends, auto_apply, "
-         "dashboard_issue)", "zzz"),
+         "pr_labels, paths, notify_unrepairable, open_pr_on_partial, flaky, on_no_fix, dependency_updates, "
+         "extends, auto_apply, dashboard_issue)", "zzz"),
+        ("dependency_updates: yes\n", ".arcs.yml: dependency_updates: expected one of fix, comment, off, "
+         "got True", "dependency_updates"),
         ("draft: 3\nbudget: {usd: x}\n", ".arcs.yml: budget.usd: expected a number, got 'x'", "budget.usd"),
         ("budget: {usd: x, nope: 1}\n", ".arcs.yml: unknown key `budget.nope` (known: iterations, usd, wall_s)",
          "budget.nope"),
@@ -93,6 +96,16 @@ def test_one_line_naming_the_first_bad_key(text: str, message: str, key: str) ->
     with pytest.raises(ArcsConfigError) as info:
         parse(text)
     assert (info.value.message, info.value.key) == (message, key)
+
+
+def test_dependency_updates_default_fix_and_a_bare_off() -> None:
+    """YAML 1.1 reads a bare ``off`` as false: that is the choice ``off``, not an error."""
+    assert ArcsConfig().dependency_updates == "fix" and parse("label: x\n").dependency_updates == "fix"
+    assert parse("dependency_updates: off\n").dependency_updates == "off"
+    assert parse("dependency_updates: 'off'\n").dependency_updates == "off"
+    assert parse("dependency_updates:\n").dependency_updates == "fix"
+    with pytest.raises(ArcsConfigError, match="expected one of fix, comment, off, got 'revert'"):
+        parse("dependency_updates: revert\n")
 
 
 def test_the_lenient_reader_checks_only_the_runner_keys() -> None:

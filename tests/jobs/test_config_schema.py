@@ -144,6 +144,9 @@ REJECTED = [
     "setup_network: {deny: [a.example.org]}\n",
     "setup_network: {allow: npm.example.com}\n",
     "on_no_fix: maybe\n",
+    "dependency_updates: revert\n",
+    "dependency_updates: true\n",
+    "dependency_updates: [fix]\n",
     "on_nofix: revert\n",
     "tirgger: {ci: true}\n",
     "tigger:\n  ci: false\n",
@@ -172,6 +175,7 @@ ONLY_THE_MODEL_REJECTS = {
 ONLY_THE_SCHEMA_REJECTS = {
     "tier: Small\n": "choices are read case-insensitively; the schema lists them as written (editors suggest those)",
     "on_no_fix: ' revert'\n": "choices are stripped; the schema lists them as written",
+    "dependency_updates: Comment\n": "as tier: Small (case-insensitive choices)",
     "label:\n": "`key:` with no value means the default; the schema asks for a value where the default is not null",
     "triggers:\n": "a null section means the default section",
     "draft: yes\n": "ARCS reads YAML 1.1 (yes: true); an editor reads YAML 1.2, where `yes` is a string",

@@ -212,3 +212,38 @@ def test_a_failing_tests_own_line_does_not_name_the_commit_that_added_the_test(m
     line = BASE.splitlines().index("    return x + 3") + 1
     at_code = Failure("test_m.py::test_f3", frames=(Frame("test_m.py", 6), Frame("m.py", line)))
     assert frame_culprit(cs, [at_code], reader(repo)) == culprit
+
+
+# --- the bump is kept (#27) -----------------------------------------------------------------------
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "depupdate"
+
+
+def test_a_revert_that_only_undoes_a_dependency_bump_is_not_offered(make_repo: MakeRepo) -> None:
+    repo = make_repo(
+        {
+            "package.json": (FIX / "package.old.json").read_text(),
+            "package-lock.json": (FIX / "package-lock.old.json").read_text(),
+            "m.py": BASE,
+        }
+    )
+    green = git(repo, "rev-parse", "HEAD").strip()
+    code = commit(repo, {"m.py": BASE.replace("return x + 4\n", "return x - 4\n")}, "f4")
+    bump = commit(
+        repo,
+        {
+            "package.json": (FIX / "package.new.json").read_text(),
+            "package-lock.json": (FIX / "package-lock.new.json").read_text(),
+        },
+        "build(deps): bump lodash and ms",
+    )
+    cs = read_changeset(repo, green)
+
+    kept = revert_candidates(cs, [], read=reader(repo))
+    every = revert_candidates(cs, [], read=reader(repo), keep_bumps=False)
+
+    touches = {e.path for c in every for e in c.proposal.edits}
+    assert {"package.json", "package-lock.json", "m.py"} <= touches  # without the guard: offered
+    assert any(c.sha == bump for c in every)
+    assert [(c.kind, c.sha) for c in kept] == [("hunk", code)]
+    assert {e.path for c in kept for e in c.proposal.edits} == {"m.py"}

@@ -9,6 +9,9 @@ Edits are ``replace`` edits of the hunk's head-side text (context included, so i
 base-side text; a commit is undone by reversing each of its hunks on the head tree. A hunk that a
 later commit rewrote no longer matches, and that candidate fails its preview (like a revert
 conflict) instead of doing something else.
+
+A candidate that only undoes a detected dependency bump (its manifest/lock lines) is not offered:
+it would pass (the old versions were green) and make the update pointless (issue #27).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from typing import Literal
 
 from indexing.languages import is_test_path
 from jobs.repair.changes import ChangeSet, CommitInfo, head_range, side_text
+from jobs.repair.depupdate.detect import bumps_in
+from jobs.repair.depupdate.keep import reverts_only_bump
 from jobs.repair.diffing import FilePatch, Hunk
 from jobs.repair.model import Edit, Failure, Proposal
 from jobs.repair.tier0.anchor import anchored_undo, replace_pair
@@ -57,6 +62,7 @@ def revert_candidates(
     limit: int = 8,
     culprit: str = "",
     fallback: RevertTree | None = None,
+    keep_bumps: bool = True,
 ) -> list[RevertCandidate]:
     """Up to ``limit`` revert candidates, best first. ``read`` gives a head-tree file's text
     (None when absent); candidates whose edits would not apply to it are left out.
@@ -67,7 +73,10 @@ def revert_candidates(
     a bisected culprit those replace the cumulative hunks of files that other commits touched too
     (such a hunk mixes the culprit's lines with theirs). When the culprit's hunks no longer apply
     even anchored on their changed lines, ``fallback`` (a three-way revert of a commit on the head
-    tree, by the application) gives its revert."""
+    tree, by the application) gives its revert.
+
+    ``keep_bumps``: leave out candidates that only undo a dependency bump of the change
+    (:func:`~jobs.repair.depupdate.keep.reverts_only_bump`)."""
     sites = list(_sites(failures))
     certain = bool(culprit) and changes.commit(culprit) is not None
     if not certain:
@@ -113,7 +122,10 @@ def revert_candidates(
     out.sort(key=lambda c: (c.tier, -c.score, c.kind != "hunk", c.order))
     seen: set[tuple[Edit, ...]] = set()
     unique: list[RevertCandidate] = []
+    bumps = bumps_in(changes, read) if keep_bumps else []
     for cand in out:
+        if bumps and reverts_only_bump(cand.proposal.edits, bumps, read):
+            continue
         if cand.proposal.edits not in seen and _changes_something(cand.proposal.edits):
             seen.add(cand.proposal.edits)
             unique.append(cand)

@@ -1,0 +1,1 @@
+"""Dependency updates (issue #27): recognise a bump, know what changed in the dependency, migrate."""
