@@ -28,15 +28,8 @@ from typing import TYPE_CHECKING, Protocol
 import structlog
 
 from indexing.config import IndexConfig
-from jobs.change_repair import (
-    autofix_reserve,
-    bind_workbench,
-    change_aware,
-    change_notices,
-    early_bisect,
-    outside_runs,
-)
-from jobs.culprit import ChangeOutcome, after_loop, loop_budget
+from jobs.build import RepairPorts, RepairSetup, Retrieval, build
+from jobs.culprit import ChangeOutcome, after_loop
 from jobs.engine_ports import (
     IndexOpener,
     Progress,
@@ -54,14 +47,13 @@ from jobs.plan import LLMRef, PlanDefaults, RepairPlan
 from jobs.repair.diffing import parse_patch
 from jobs.repair.edits import EditError, apply_edits
 from jobs.repair.llm import LLM
-from jobs.repair.loop import RepairLoop, RepairResult
+from jobs.repair.loop import RepairResult
 from jobs.repair.ports import Clock, Interrupt, Proposer
 from jobs.repair.report import FailureSpot, RepairReport
-from jobs.repair.spec import RepairSpec
 from jobs.repair.task import RepairTask, sanitize_untrusted
 from jobs.repair.tiers import TierUnavailable, resolve_tiers
 from jobs.repair.trace import dump_trace
-from jobs.sandbox_workbench import SandboxWorkbench, SystemClock
+from jobs.sandbox_workbench import SystemClock
 from jobs.wiring import DEFAULT_MODEL, DEFAULT_PARALLEL, LLMConfig, default_parallel
 from jobs.wiring import llm_config as read_llm_config
 from runners import wsfs
@@ -287,68 +279,51 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
     notify(f"toolchain: {toolchain}")
     if getattr(runner, "name", "") != "docker":
         notify(project.line)
-    # Tier 0's first offers (#14): a formatter check's own fix, reverts of the change since green.
-    proposer = change_aware(
-        proposer,
-        check=resolved.command,
-        changes=plan.changes,
-        repo=repo,
-        runner=runner,
-        memory_mb=repo_config.memory_mb or 2048,
-        env=resolved.env,
-        setup=resolved.setup_shell,
-        max_runs=plan.budget.executions // 2,
-    )
-    reserved = autofix_reserve(proposer)  # autofix runs outside the loop's meter: keep them apart
     notices: list[str] = []
 
     def note(message: str) -> None:
         notices.append(message)
         notify(message)
 
-    with contextlib.ExitStack() as stack:
-        workbench = stack.enter_context(
-            SandboxWorkbench(
-                repo,
-                resolved,
-                runner,
-                memory_mb=repo_config.memory_mb or 2048,
-                exclude=config.index.exclude,
-                toolchain=toolchain,
-            )
-        )
-        retriever: Retriever | None = None
-        snapshot = ""
-        if plan.index is not None and any(t.k > 0 for t in tiers.tiers):
-            notify("indexing the repository for retrieval ...")
-            opener = ports.index
-            if opener is None and plan.index.repo_id is None:
-                opener = local_index(config.index)
-            if opener is None:  # a repository's index is only ever opened through its port
-                note(f"retrieval off: no index port for {plan.index.repo_id}")
-            else:
-                retriever, snapshot = stack.enter_context(opener(repo, note))
-        loop = RepairLoop(
-            retriever,
-            proposer,
-            workbench,
-            ports.clock or SystemClock(),
-            llm=recording,
-            config=plan.loop,
-            interrupt=ports.interrupt,
-        )
+    retrieval: Retrieval | None = None
+    if plan.index is not None and any(t.k > 0 for t in tiers.tiers):
+        opener = ports.index
+        if opener is None and plan.index.repo_id is None:
+            opener = local_index(config.index)
+        if opener is None:  # a repository's index is only ever opened through its port
+            note(f"retrieval off: no index port for {plan.index.repo_id}")
+        else:
+            retrieval = _opening(opener, repo, note, notify)
+    setup = RepairSetup(
+        repo=repo,
+        command=resolved,
+        budget=plan.budget,
+        loop=plan.loop,
+        changes=plan.changes,
+        memory_mb=repo_config.memory_mb or 2048,
+        exclude=tuple(config.index.exclude),
+        toolchain=toolchain,
+    )
+    wired = RepairPorts(
+        runner=runner,
+        proposer=proposer,
+        clock=ports.clock or SystemClock(),
+        llm=recording,
+        interrupt=ports.interrupt,
+        retrieval=retrieval,
+    )
+    with build(setup, wired) as repair:
+        workbench = repair.workbench
         notify(f"reproducing: {resolved.command}")
-        bind_workbench(proposer, workbench)  # tier 0's bisection before its reverts runs here (#14)
-        budget = loop_budget(plan.budget, reserved)
-        result = loop.run(RepairSpec(task=task, budget=budget, tier=plan.tier, loop=plan.loop))
+        result = repair.run(task, plan.tier)
         trace = result.trace
         trace.id = trace.id or f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
         trace.created = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
         trace.notices.extend(notices)
-        changed = change_notices(proposer, result, plan.changes)
+        changed = repair.first.notices(result, plan.changes)
         trace.notices.extend(changed)
         result = replace(result, notices=(*result.notices, *changed))
-        trace.index_snapshot = snapshot
+        trace.index_snapshot = repair.snapshot
         trace.repo = {
             "path": str(repo),
             "commit": _git_head(repo),
@@ -361,8 +336,9 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
         trace.llm_calls = [r.to_json() for r in recording.records] if recording is not None else []
         # The culprit (bisected on the failing targets) and the revert fallback, in the same
         # sandbox; their runs and autofix's count in Budget.executions.
+        first = repair.first
         change = after_loop(
-            plan, result, workbench, repo, extra_runs=outside_runs(proposer), early=early_bisect(proposer)
+            plan, result, workbench, repo, extra_runs=first.outside_runs, early=first.early_found
         )
         result = change.apply(result, plan.budget)
 
@@ -390,6 +366,16 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
             ) from exc
         applied = True
     return LoopRun(result=result, trace_path=trace_path, applied=applied, repo=repo, change=change)
+
+
+def _opening(opener: IndexOpener, repo: Path, note: Progress, notify: Progress) -> Retrieval:
+    """The retrieval :func:`jobs.build.build` opens: the index ``opener`` gives, said first."""
+
+    def retrieval() -> contextlib.AbstractContextManager[tuple[Retriever | None, str]]:
+        notify("indexing the repository for retrieval ...")
+        return opener(repo, note)
+
+    return retrieval
 
 
 def _git_head(repo: Path) -> str:
