@@ -144,6 +144,8 @@ class LoopRun:
     repo: Path
     change: ChangeOutcome = field(default_factory=ChangeOutcome)
     """The change since green (#14): its one-line range, the culprit, a verified revert."""
+    plan: RepairPlan | None = None
+    """The plan that ran (:func:`report_of` reads the CI context and the owner's cap from it)."""
 
 
 def split_issue(text: str) -> tuple[str, str]:
@@ -164,11 +166,15 @@ def run(plan: RepairPlan, ports: EnginePorts) -> RepairReport:
     return report_of(execute(plan, ports), plan)
 
 
-def report_of(done: LoopRun, plan: RepairPlan) -> RepairReport:
-    """The :class:`RepairReport` of a run: the files of an applied fix (or partial fix) read back,
-    the CI context and the owner's cap from the plan."""
+def report_of(done: LoopRun, plan: RepairPlan | None = None) -> RepairReport:
+    """The :class:`RepairReport` of a run (the one report the worker, ``arcs fix`` and the Action
+    render): the files of an applied fix (or partial fix) read back, the CI context and the
+    owner's cap from ``plan`` (None: the plan the run recorded, :attr:`LoopRun.plan`)."""
     from jobs.repair.trace import render_markdown
 
+    plan = plan or done.plan
+    if plan is None:
+        raise ValueError("report_of: the run records no plan")
     result = done.result
     files: dict[str, str | None] = {}
     if (result.fixed or result.verdict == "partial") and done.applied:
@@ -365,7 +371,7 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
                 exit_code=1,
             ) from exc
         applied = True
-    return LoopRun(result=result, trace_path=trace_path, applied=applied, repo=repo, change=change)
+    return LoopRun(result=result, trace_path=trace_path, applied=applied, repo=repo, change=change, plan=plan)
 
 
 def _opening(opener: IndexOpener, repo: Path, note: Progress, notify: Progress) -> Retrieval:
