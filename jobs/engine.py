@@ -259,18 +259,7 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
     recording = RecordingLLM(llm) if llm is not None else None
     proposer: Proposer = AnthropicProposer(recording) if recording is not None else TemplateProposer()
 
-    task = (
-        RepairTask.issue(*split_issue(sanitize_untrusted(plan.issue_text)), test_command=resolved.command)
-        if plan.issue_text is not None
-        else RepairTask(
-            kind="ci",
-            test_command=resolved.command,
-            failure_class=plan.failure_class,
-            ci_tests=plan.ci_tests,
-            hints=plan.hints,
-            changes=plan.changes,
-        )
-    )
+    task = _task(plan, resolved.command)
     # The project's own environment (#23): its venv, editable installs and src layout.
     # A clone the App repairs is the attacker's: look in no home folder, expose nothing it names.
     trusted = plan.trigger == "cli"
@@ -291,15 +280,7 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
         notices.append(message)
         notify(message)
 
-    retrieval: Retrieval | None = None
-    if plan.index is not None and any(t.k > 0 for t in tiers.tiers):
-        opener = ports.index
-        if opener is None and plan.index.repo_id is None:
-            opener = local_index(config.index)
-        if opener is None:  # a repository's index is only ever opened through its port
-            note(f"retrieval off: no index port for {plan.index.repo_id}")
-        else:
-            retrieval = _opening(opener, repo, note, notify)
+    retrieval = _retrieval(plan, ports, repo, any(t.k > 0 for t in tiers.tiers), note, notify)
     setup = RepairSetup(
         repo=repo,
         command=resolved,
@@ -374,12 +355,38 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
     return LoopRun(result=result, trace_path=trace_path, applied=applied, repo=repo, change=change, plan=plan)
 
 
-def _opening(opener: IndexOpener, repo: Path, note: Progress, notify: Progress) -> Retrieval:
-    """The retrieval :func:`jobs.build.build` opens: the index ``opener`` gives, said first."""
+def _task(plan: RepairPlan, command: str) -> RepairTask:
+    """The task of ``plan``: an issue (its title and body, fenced) or a CI failure."""
+    if plan.issue_text is not None:
+        return RepairTask.issue(*split_issue(sanitize_untrusted(plan.issue_text)), test_command=command)
+    return RepairTask(
+        kind="ci",
+        test_command=command,
+        failure_class=plan.failure_class,
+        ci_tests=plan.ci_tests,
+        hints=plan.hints,
+        changes=plan.changes,
+    )
+
+
+def _retrieval(
+    plan: RepairPlan, ports: EnginePorts, repo: Path, wanted: bool, note: Progress, notify: Progress
+) -> Retrieval | None:
+    """The retrieval :func:`jobs.build.build` opens: the index the plan names when a tier
+    ``wanted`` it (its port, or a local folder's), said first; None: no retrieval."""
+    if plan.index is None or not wanted:
+        return None
+    opener = ports.index
+    if opener is None and plan.index.repo_id is None:
+        opener = local_index(ports.config.index)
+    if opener is None:  # a repository's index is only ever opened through its port
+        note(f"retrieval off: no index port for {plan.index.repo_id}")
+        return None
+    index = opener
 
     def retrieval() -> contextlib.AbstractContextManager[tuple[Retriever | None, str]]:
         notify("indexing the repository for retrieval ...")
-        return opener(repo, note)
+        return index(repo, note)
 
     return retrieval
 

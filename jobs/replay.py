@@ -73,8 +73,6 @@ def replay(
     on the same base tree, and compare (see :func:`jobs.repair.trace.compare_outcomes`)."""
     from jobs.config import load_repo_config
     from jobs.engine_ports import describe_toolchain
-    from jobs.repair.proposers.anthropic import AnthropicProposer
-    from jobs.repair.tier0.templates import TemplateProposer
     from runners.commands import resolve_test_command
 
     # The recorded run carries everything else; the settings choose the runner.
@@ -101,22 +99,9 @@ def replay(
     if runner is None:
         toolchains = replay_toolchains(recorded, base, toolchain_paths, notify)
         runner = make_runner(runner_config, unsafe_no_sandbox, toolchains, base_config.setup_allow)
-    # Tool calls are answered with the recorded results, never re-executed (no test run, no index);
-    # the failing tests' call path is the recorded one: the tests are not traced again.
     tools = RecordedTools.of(recorded)
     spectrum = RecordedSpectrum.of(recorded.spectrum)
-    ports = RepairPorts(
-        runner=runner,
-        proposer=AnthropicProposer(replay_llm) if replay_llm is not None else TemplateProposer(),
-        clock=clock or SystemClock(),
-        llm=replay_llm,
-        interrupt=RecordedInterrupt.of(recorded),
-        retrieval=(lambda: contextlib.nullcontext((RecordedRetriever(recorded), recorded.index_snapshot)))
-        if recorded.index_snapshot
-        else None,
-        recorded_tools=tools,
-        recorded_spectrum=spectrum,
-    )
+    ports = recorded_ports(recorded, runner, replay_llm, tools, spectrum, clock or SystemClock())
     setup = RepairSetup(
         repo=base,
         command=resolved,
@@ -167,6 +152,36 @@ def replay(
     if divergence is None and spectrum.entry is not None and not spectrum.served:
         divergence = Divergence("spectrum", "served", "recorded", "never asked for")
     return ReplayReport(recorded, replayed, divergence)
+
+
+def recorded_ports(
+    recorded: Trace,
+    runner: Runner,
+    llm: ReplayLLM | None,
+    tools: RecordedTools,
+    spectrum: RecordedSpectrum,
+    clock: Clock,
+) -> RepairPorts:
+    """The ports a replay of ``recorded`` runs with: the recorded model (a tier-0 run: templates),
+    retrieval, interrupt, tool results and call path; the runner and git are live. Tool calls are
+    answered with the recorded results, never re-executed (no test run, no index); the failing
+    tests are not traced again."""
+    from jobs.repair.proposers.anthropic import AnthropicProposer
+    from jobs.repair.tier0.templates import TemplateProposer
+
+    snapshot = recorded.index_snapshot
+    return RepairPorts(
+        runner=runner,
+        proposer=AnthropicProposer(llm) if llm is not None else TemplateProposer(),
+        clock=clock,
+        llm=llm,
+        interrupt=RecordedInterrupt.of(recorded),
+        retrieval=(lambda: contextlib.nullcontext((RecordedRetriever(recorded), snapshot)))
+        if snapshot
+        else None,
+        recorded_tools=tools,
+        recorded_spectrum=spectrum,
+    )
 
 
 def replay_toolchains(
@@ -289,6 +304,7 @@ __all__ = [
     "RecordedInterrupt",
     "ReplayReport",
     "budget_divergence",
+    "recorded_ports",
     "replay",
     "replay_toolchains",
     "source_divergence",
