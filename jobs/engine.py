@@ -3,9 +3,11 @@
 
 :func:`run` (= :func:`execute` + :func:`report_of`) resolves the test command (the plan's explicit
 one, ``.arcs.yml``'s, then the checkout's conventions), picks the proposer (Anthropic when the
-plan names a model and the ports hold its key, else tier-0 templates), builds the runner and the
-sandbox workbench, opens the index the plan names, runs :class:`jobs.repair.loop.RepairLoop` on a
-:class:`jobs.repair.spec.RepairSpec`, writes the trace and applies the patch when the plan asks.
+plan names a model and the ports hold its key, else tier-0 templates), builds the runner, chooses
+the index the plan names, hands them to :func:`jobs.build.build` (the one wiring of workbench,
+change-first offers and loop, which ``arcs replay`` calls too), runs the repair, looks for the
+culprit, writes the trace and applies the patch when the plan asks. :func:`report_of` is the one
+report of a run (the worker, ``arcs fix`` and the Action render it).
 The engine never reads ``.arcs.yml`` or the settings: the plan carries the repository's values,
 :class:`EnginePorts` the deployment's (:class:`EngineConfig`, built at the edge) and the effects.
 
