@@ -22,7 +22,6 @@ runs of tier 0, to the result's spend); the trace gets the lines and a ``changes
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -76,8 +75,7 @@ class ChangeOutcome:
         the loop got a part) as its bound, the notices and the record in it and its trace."""
         spend = result.spend + Spend(executions=self.runs + self.extra_runs, wall_s=self.wall_s)
         trace = result.trace
-        if trace.budget != budget:  # what the loop itself ran under (a replay reruns the loop alone)
-            trace.repo["loop_budget"] = trace.budget.as_dict()
+        # The loop's own budget is not recorded: `arcs replay` recomputes the reserve (jobs.build).
         trace.spend = spend
         trace.budget = budget
         trace.notices.extend(self.notices)
@@ -313,33 +311,29 @@ class _Search:
 
 
 class EarlyBisect:
-    """A bisection on the failing targets before tier 0 ranks its reverts (the culprit's first):
-    at most ``budget()`` runs (asked when it starts: what the reserve still holds), made once;
-    :func:`after_loop` records :attr:`found` instead of bisecting again.
-
-    It runs in :attr:`workbench` (the engine binds its own); when none is bound (``arcs replay``
-    rebuilds the proposer alone), in one ``open_workbench()`` gives, closed after the search."""
+    """A bisection on the failing targets before tier 0 ranks its reverts (the culprit's first),
+    in the repair's own ``workbench``: at most ``budget()`` runs (asked when it starts: what the
+    reserve still holds), made once; :func:`after_loop` records :attr:`found` instead of bisecting again."""
 
     def __init__(
         self,
         changes: ChangeSet,
         repo: Path,
+        workbench: SandboxWorkbench,
         *,
         timeout_s: float,
         budget: Callable[[], int],
         need: int,
         reserve: int = 0,
-        open_workbench: Callable[[], SandboxWorkbench] | None = None,
     ) -> None:
         self.changes = changes
         self.repo = repo
+        self.workbench = workbench
         self.timeout_s = timeout_s
         self.budget = budget
         self.need = need
         self.reserve = reserve
         """Executions kept out of the loop's budget for this search (besides the autofix reserve)."""
-        self.open_workbench = open_workbench
-        self.workbench: SandboxWorkbench | None = None
         self.found: BisectResult | None = None
         self.skipped = ""
         self.runs = 0
@@ -354,20 +348,12 @@ class EarlyBisect:
         if allowed < self.need:
             self.skipped = f"{allowed} run(s) left, {self.need} needed"
             return None
-        with contextlib.ExitStack() as stack:
-            if self.workbench is not None:
-                workbench = self.workbench
-            elif self.open_workbench is not None:
-                workbench = stack.enter_context(self.open_workbench())
-            else:
-                self.skipped = "no sandbox to run the targets in"
-                return None
-            search = _Search(workbench, self.repo, self.timeout_s)
-            commits = [c.sha for c in self.changes.commits]
-            try:
-                self.found = bisect(commits, lambda sha: search.probe(sha, targets), budget=allowed)
-            finally:
-                self.runs = search.runs
+        search = _Search(self.workbench, self.repo, self.timeout_s)
+        commits = [c.sha for c in self.changes.commits]
+        try:
+            self.found = bisect(commits, lambda sha: search.probe(sha, targets), budget=allowed)
+        finally:
+            self.runs = search.runs
         return self.found.culprit
 
 

@@ -3,9 +3,11 @@
 
 :func:`run` (= :func:`execute` + :func:`report_of`) resolves the test command (the plan's explicit
 one, ``.arcs.yml``'s, then the checkout's conventions), picks the proposer (Anthropic when the
-plan names a model and the ports hold its key, else tier-0 templates), builds the runner and the
-sandbox workbench, opens the index the plan names, runs :class:`jobs.repair.loop.RepairLoop` on a
-:class:`jobs.repair.spec.RepairSpec`, writes the trace and applies the patch when the plan asks.
+plan names a model and the ports hold its key, else tier-0 templates), builds the runner, chooses
+the index the plan names, hands them to :func:`jobs.build.build` (the one wiring of workbench,
+change-first offers and loop, which ``arcs replay`` calls too), runs the repair, looks for the
+culprit, writes the trace and applies the patch when the plan asks. :func:`report_of` is the one
+report of a run (the worker, ``arcs fix`` and the Action render it).
 The engine never reads ``.arcs.yml`` or the settings: the plan carries the repository's values,
 :class:`EnginePorts` the deployment's (:class:`EngineConfig`, built at the edge) and the effects.
 
@@ -28,15 +30,8 @@ from typing import TYPE_CHECKING, Protocol
 import structlog
 
 from indexing.config import IndexConfig
-from jobs.change_repair import (
-    autofix_reserve,
-    bind_workbench,
-    change_aware,
-    change_notices,
-    early_bisect,
-    outside_runs,
-)
-from jobs.culprit import ChangeOutcome, after_loop, loop_budget
+from jobs.build import RepairPorts, RepairSetup, Retrieval, build
+from jobs.culprit import ChangeOutcome, after_loop
 from jobs.engine_ports import (
     IndexOpener,
     Progress,
@@ -54,14 +49,13 @@ from jobs.plan import LLMRef, PlanDefaults, RepairPlan
 from jobs.repair.diffing import parse_patch
 from jobs.repair.edits import EditError, apply_edits
 from jobs.repair.llm import LLM
-from jobs.repair.loop import RepairLoop, RepairResult
+from jobs.repair.loop import RepairResult
 from jobs.repair.ports import Clock, Interrupt, Proposer
 from jobs.repair.report import FailureSpot, RepairReport
-from jobs.repair.spec import RepairSpec
 from jobs.repair.task import RepairTask, sanitize_untrusted
 from jobs.repair.tiers import TierUnavailable, resolve_tiers
 from jobs.repair.trace import dump_trace
-from jobs.sandbox_workbench import SandboxWorkbench, SystemClock
+from jobs.sandbox_workbench import SystemClock
 from jobs.wiring import DEFAULT_MODEL, DEFAULT_PARALLEL, LLMConfig, default_parallel
 from jobs.wiring import llm_config as read_llm_config
 from runners import wsfs
@@ -152,6 +146,8 @@ class LoopRun:
     repo: Path
     change: ChangeOutcome = field(default_factory=ChangeOutcome)
     """The change since green (#14): its one-line range, the culprit, a verified revert."""
+    plan: RepairPlan | None = None
+    """The plan that ran (:func:`report_of` reads the CI context and the owner's cap from it)."""
 
 
 def split_issue(text: str) -> tuple[str, str]:
@@ -172,11 +168,15 @@ def run(plan: RepairPlan, ports: EnginePorts) -> RepairReport:
     return report_of(execute(plan, ports), plan)
 
 
-def report_of(done: LoopRun, plan: RepairPlan) -> RepairReport:
-    """The :class:`RepairReport` of a run: the files of an applied fix (or partial fix) read back,
-    the CI context and the owner's cap from the plan."""
+def report_of(done: LoopRun, plan: RepairPlan | None = None) -> RepairReport:
+    """The :class:`RepairReport` of a run (the one report the worker, ``arcs fix`` and the Action
+    render): the files of an applied fix (or partial fix) read back, the CI context and the
+    owner's cap from ``plan`` (None: the plan the run recorded, :attr:`LoopRun.plan`)."""
     from jobs.repair.trace import render_markdown
 
+    plan = plan or done.plan
+    if plan is None:
+        raise ValueError("report_of: the run records no plan")
     result = done.result
     files: dict[str, str | None] = {}
     if (result.fixed or result.verdict == "partial") and done.applied:
@@ -261,18 +261,7 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
     recording = RecordingLLM(llm) if llm is not None else None
     proposer: Proposer = AnthropicProposer(recording) if recording is not None else TemplateProposer()
 
-    task = (
-        RepairTask.issue(*split_issue(sanitize_untrusted(plan.issue_text)), test_command=resolved.command)
-        if plan.issue_text is not None
-        else RepairTask(
-            kind="ci",
-            test_command=resolved.command,
-            failure_class=plan.failure_class,
-            ci_tests=plan.ci_tests,
-            hints=plan.hints,
-            changes=plan.changes,
-        )
-    )
+    task = _task(plan, resolved.command)
     # The project's own environment (#23): its venv, editable installs and src layout.
     # A clone the App repairs is the attacker's: look in no home folder, expose nothing it names.
     trusted = plan.trigger == "cli"
@@ -287,68 +276,43 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
     notify(f"toolchain: {toolchain}")
     if getattr(runner, "name", "") != "docker":
         notify(project.line)
-    # Tier 0's first offers (#14): a formatter check's own fix, reverts of the change since green.
-    proposer = change_aware(
-        proposer,
-        check=resolved.command,
-        changes=plan.changes,
-        repo=repo,
-        runner=runner,
-        memory_mb=repo_config.memory_mb or 2048,
-        env=resolved.env,
-        setup=resolved.setup_shell,
-        max_runs=plan.budget.executions // 2,
-    )
-    reserved = autofix_reserve(proposer)  # autofix runs outside the loop's meter: keep them apart
     notices: list[str] = []
 
     def note(message: str) -> None:
         notices.append(message)
         notify(message)
 
-    with contextlib.ExitStack() as stack:
-        workbench = stack.enter_context(
-            SandboxWorkbench(
-                repo,
-                resolved,
-                runner,
-                memory_mb=repo_config.memory_mb or 2048,
-                exclude=config.index.exclude,
-                toolchain=toolchain,
-            )
-        )
-        retriever: Retriever | None = None
-        snapshot = ""
-        if plan.index is not None and any(t.k > 0 for t in tiers.tiers):
-            notify("indexing the repository for retrieval ...")
-            opener = ports.index
-            if opener is None and plan.index.repo_id is None:
-                opener = local_index(config.index)
-            if opener is None:  # a repository's index is only ever opened through its port
-                note(f"retrieval off: no index port for {plan.index.repo_id}")
-            else:
-                retriever, snapshot = stack.enter_context(opener(repo, note))
-        loop = RepairLoop(
-            retriever,
-            proposer,
-            workbench,
-            ports.clock or SystemClock(),
-            llm=recording,
-            config=plan.loop,
-            interrupt=ports.interrupt,
-        )
+    retrieval = _retrieval(plan, ports, repo, any(t.k > 0 for t in tiers.tiers), note, notify)
+    setup = RepairSetup(
+        repo=repo,
+        command=resolved,
+        budget=plan.budget,
+        loop=plan.loop,
+        changes=plan.changes,
+        memory_mb=repo_config.memory_mb or 2048,
+        exclude=tuple(config.index.exclude),
+        toolchain=toolchain,
+    )
+    wired = RepairPorts(
+        runner=runner,
+        proposer=proposer,
+        clock=ports.clock or SystemClock(),
+        llm=recording,
+        interrupt=ports.interrupt,
+        retrieval=retrieval,
+    )
+    with build(setup, wired) as repair:
+        workbench = repair.workbench
         notify(f"reproducing: {resolved.command}")
-        bind_workbench(proposer, workbench)  # tier 0's bisection before its reverts runs here (#14)
-        budget = loop_budget(plan.budget, reserved)
-        result = loop.run(RepairSpec(task=task, budget=budget, tier=plan.tier, loop=plan.loop))
+        result = repair.run(task, plan.tier)
         trace = result.trace
         trace.id = trace.id or f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
         trace.created = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
         trace.notices.extend(notices)
-        changed = change_notices(proposer, result, plan.changes)
+        changed = repair.first.notices(result, plan.changes)
         trace.notices.extend(changed)
         result = replace(result, notices=(*result.notices, *changed))
-        trace.index_snapshot = snapshot
+        trace.index_snapshot = repair.snapshot
         trace.repo = {
             "path": str(repo),
             "commit": _git_head(repo),
@@ -361,8 +325,9 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
         trace.llm_calls = [r.to_json() for r in recording.records] if recording is not None else []
         # The culprit (bisected on the failing targets) and the revert fallback, in the same
         # sandbox; their runs and autofix's count in Budget.executions.
+        first = repair.first
         change = after_loop(
-            plan, result, workbench, repo, extra_runs=outside_runs(proposer), early=early_bisect(proposer)
+            plan, result, workbench, repo, extra_runs=first.outside_runs, early=first.early_found
         )
         result = change.apply(result, plan.budget)
 
@@ -389,7 +354,43 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
                 exit_code=1,
             ) from exc
         applied = True
-    return LoopRun(result=result, trace_path=trace_path, applied=applied, repo=repo, change=change)
+    return LoopRun(result=result, trace_path=trace_path, applied=applied, repo=repo, change=change, plan=plan)
+
+
+def _task(plan: RepairPlan, command: str) -> RepairTask:
+    """The task of ``plan``: an issue (its title and body, fenced) or a CI failure."""
+    if plan.issue_text is not None:
+        return RepairTask.issue(*split_issue(sanitize_untrusted(plan.issue_text)), test_command=command)
+    return RepairTask(
+        kind="ci",
+        test_command=command,
+        failure_class=plan.failure_class,
+        ci_tests=plan.ci_tests,
+        hints=plan.hints,
+        changes=plan.changes,
+    )
+
+
+def _retrieval(
+    plan: RepairPlan, ports: EnginePorts, repo: Path, wanted: bool, note: Progress, notify: Progress
+) -> Retrieval | None:
+    """The retrieval :func:`jobs.build.build` opens: the index the plan names when a tier
+    ``wanted`` it (its port, or a local folder's), said first; None: no retrieval."""
+    if plan.index is None or not wanted:
+        return None
+    opener = ports.index
+    if opener is None and plan.index.repo_id is None:
+        opener = local_index(ports.config.index)
+    if opener is None:  # a repository's index is only ever opened through its port
+        note(f"retrieval off: no index port for {plan.index.repo_id}")
+        return None
+    index = opener
+
+    def retrieval() -> contextlib.AbstractContextManager[tuple[Retriever | None, str]]:
+        notify("indexing the repository for retrieval ...")
+        return index(repo, note)
+
+    return retrieval
 
 
 def _git_head(repo: Path) -> str:

@@ -15,13 +15,14 @@ replayed on a copy with the recorded base text restored (:func:`_restore_base`).
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from jobs.build import RepairPorts, RepairSetup, build
 from jobs.engine import EngineSettings, Progress, RunnerConfig, make_runner
 from jobs.repair.budget import Budget
-from jobs.repair.loop import LoopConfig, RepairLoop
-from jobs.repair.ports import Clock, Proposer
+from jobs.repair.loop import LoopConfig
+from jobs.repair.ports import Clock
 from jobs.repair.proposers.replay import ReplayDivergence, ReplayLLM, load_records
 from jobs.repair.spectrum_context import RecordedSpectrum
 from jobs.repair.tiers import TierRequest
@@ -34,7 +35,7 @@ from jobs.repair.trace import (
     compare_outcomes,
     load_trace,
 )
-from jobs.sandbox_workbench import SandboxWorkbench, SystemClock
+from jobs.sandbox_workbench import SystemClock
 from runners import wsfs
 from runners.base import Runner
 from runners.errors import UsageError
@@ -70,10 +71,8 @@ def replay(
 ) -> ReplayReport:
     """Re-run the loop recorded in ``trace_path`` with its recorded model responses and retrieval
     on the same base tree, and compare (see :func:`jobs.repair.trace.compare_outcomes`)."""
-    from jobs.change_repair import change_aware
     from jobs.config import load_repo_config
-    from jobs.repair.proposers.anthropic import AnthropicProposer
-    from jobs.repair.tier0.templates import TemplateProposer
+    from jobs.engine_ports import describe_toolchain
     from runners.commands import resolve_test_command
 
     # The recorded run carries everything else; the settings choose the runner.
@@ -95,58 +94,44 @@ def replay(
     resolved = resolve_test_command(base, explicit=command, config=base_config)
     records = load_records("".join(_jsonl(c) for c in recorded.llm_calls))
     replay_llm = ReplayLLM(records, model=recorded.model or None) if recorded.model else None
-    proposer: Proposer = AnthropicProposer(replay_llm) if replay_llm is not None else TemplateProposer()
-    retriever = RecordedRetriever(recorded) if recorded.index_snapshot else None
-    # Tool calls are answered with the recorded results, never re-executed (no test run, no index).
-    tools = RecordedTools.of(recorded)
-    # The failing tests' call path is the recorded one: the tests are not traced again.
-    spectrum = RecordedSpectrum.of(recorded.spectrum)
-    config = LoopConfig.from_json(recorded.config)
+    runner_config = RunnerConfig.of(settings)
+    toolchains: tuple[Path, ...] = ()
     if runner is None:
         toolchains = replay_toolchains(recorded, base, toolchain_paths, notify)
-        runner = make_runner(
-            RunnerConfig.of(settings), unsafe_no_sandbox, toolchains, base_config.setup_allow
-        )
-    # Tier 0's first offers (#14) when the run knew the change since green or checked a formatter.
-    proposer = change_aware(
-        proposer,
-        check=resolved.command,
-        changes=recorded.task.changes,
+        runner = make_runner(runner_config, unsafe_no_sandbox, toolchains, base_config.setup_allow)
+    tools = RecordedTools.of(recorded)
+    spectrum = RecordedSpectrum.of(recorded.spectrum)
+    ports = recorded_ports(recorded, runner, replay_llm, tools, spectrum, clock or SystemClock())
+    setup = RepairSetup(
         repo=base,
-        runner=runner,
+        command=resolved,
+        budget=recorded.budget,
+        loop=LoopConfig.from_json(recorded.config),
+        changes=recorded.task.changes,
         memory_mb=base_config.memory_mb or 2048,
-        env=resolved.env,
-        setup=resolved.setup,
-        max_runs=recorded.budget.executions // 2,
+        exclude=tuple(settings.index_config().exclude),
+        toolchain=describe_toolchain(runner, toolchains, base, image=runner_config.image),
     )
     with contextlib.ExitStack() as stack:
-        workbench = stack.enter_context(SandboxWorkbench(base, resolved, runner))
-        digest = workbench.source().digest()
+        repair = stack.enter_context(build(setup, ports))
+        digest = repair.workbench.source().digest()
         want = str(recorded.repo.get("source_digest", ""))
         applied_base = recorded.repo.get("applied_base")
         if want and digest != want and isinstance(applied_base, dict):
             # The patch was applied after the run: replay on a copy with the base text restored.
             copy = stack.enter_context(ephemeral_workspace(base))
             _restore_base(copy, applied_base)
-            workbench = stack.enter_context(SandboxWorkbench(copy, resolved, runner))
-            digest = workbench.source().digest()
+            repair = stack.enter_context(build(replace(setup, repo=copy), ports))
+            digest = repair.workbench.source().digest()
         if want and digest != want:
             elsewhere, hint = source_divergence(recorded, base, want, digest)
             return ReplayReport(recorded, None, elsewhere, hint)
-        loop = RepairLoop(
-            retriever,
-            proposer,
-            workbench,
-            clock or SystemClock(),
-            llm=replay_llm,
-            config=config,
-            interrupt=RecordedInterrupt.of(recorded),
-            tool_replay=tools,
-            spectrum_replay=spectrum,
-        )
+        held = budget_divergence(recorded, repair.loop_budget)
+        if held is not None:
+            return ReplayReport(recorded, None, held)
         notify(f"replaying {recorded.id or trace_path} ({len(records)} recorded model calls)")
         try:
-            result = loop.run(recorded.task, loop_budget_of(recorded), _tier(recorded.tier_requested))
+            result = repair.run(recorded.task, _tier(recorded.tier_requested))
         except ReplayDivergence as exc:
             where = f"model call {exc.call_index + 1}" + (f" ({exc.purpose})" if exc.purpose else "")
             return ReplayReport(
@@ -167,6 +152,36 @@ def replay(
     if divergence is None and spectrum.entry is not None and not spectrum.served:
         divergence = Divergence("spectrum", "served", "recorded", "never asked for")
     return ReplayReport(recorded, replayed, divergence)
+
+
+def recorded_ports(
+    recorded: Trace,
+    runner: Runner,
+    llm: ReplayLLM | None,
+    tools: RecordedTools,
+    spectrum: RecordedSpectrum,
+    clock: Clock,
+) -> RepairPorts:
+    """The ports a replay of ``recorded`` runs with: the recorded model (a tier-0 run: templates),
+    retrieval, interrupt, tool results and call path; the runner and git are live. Tool calls are
+    answered with the recorded results, never re-executed (no test run, no index); the failing
+    tests are not traced again."""
+    from jobs.repair.proposers.anthropic import AnthropicProposer
+    from jobs.repair.tier0.templates import TemplateProposer
+
+    snapshot = recorded.index_snapshot
+    return RepairPorts(
+        runner=runner,
+        proposer=AnthropicProposer(llm) if llm is not None else TemplateProposer(),
+        clock=clock,
+        llm=llm,
+        interrupt=RecordedInterrupt.of(recorded),
+        retrieval=(lambda: contextlib.nullcontext((RecordedRetriever(recorded), snapshot)))
+        if snapshot
+        else None,
+        recorded_tools=tools,
+        recorded_spectrum=spectrum,
+    )
 
 
 def replay_toolchains(
@@ -253,18 +268,21 @@ def _restore_base(root: Path, files: dict[str, object]) -> None:
             raise UsageError(f"replay: recorded path {rel!r} escapes the repository ({exc})") from None
 
 
-def loop_budget_of(trace: Trace) -> Budget:
-    """The budget the recorded loop itself ran under: ``repo["loop_budget"]`` when runs outside
-    the loop (tier-0 formatter autofix) were held back from it (:meth:`jobs.culprit.ChangeOutcome.apply`
-    then records the whole budget as ``trace.budget``), else ``trace.budget``."""
+def budget_divergence(trace: Trace, loop_budget: Budget) -> Divergence | None:
+    """A trace recorded before #25 keeps the loop's own budget in ``repo["loop_budget"]`` (the whole
+    budget less the change-first reserve); the replay recomputes that reserve from the task and
+    the budget, so the two must agree. None: they do, or the trace records none (or a garbled one)."""
     recorded = trace.repo.get("loop_budget")
     if not isinstance(recorded, dict):
-        return trace.budget
+        return None
     names = trace.budget.as_dict()
     try:
-        return Budget(**{k: v for k, v in recorded.items() if k in names})
+        held = Budget(**{k: v for k, v in recorded.items() if k in names})
     except (TypeError, ValueError):
-        return trace.budget
+        return None
+    if held == loop_budget:
+        return None
+    return Divergence("budget", "loop budget", str(held.as_dict()), str(loop_budget.as_dict()))
 
 
 def _tier(name: str) -> TierRequest:
@@ -285,7 +303,8 @@ def _jsonl(record: object) -> str:
 __all__ = [
     "RecordedInterrupt",
     "ReplayReport",
-    "loop_budget_of",
+    "budget_divergence",
+    "recorded_ports",
     "replay",
     "replay_toolchains",
     "source_divergence",

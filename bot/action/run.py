@@ -65,7 +65,6 @@ if TYPE_CHECKING:
     from jobs.fix import FixReport
     from jobs.green import ChangeSignal
     from jobs.repair.edits import AppliedEdits
-    from jobs.repair.report import RepairReport
 
 log = structlog.get_logger(__name__)
 
@@ -309,19 +308,6 @@ def _default_fixer() -> Fixer:
     return fix
 
 
-def repair_report(report: FixReport) -> RepairReport:
-    """The :class:`jobs.repair.report.RepairReport` of the fix (what the summary renders)."""
-    from jobs.repair.report import RepairReport
-    from jobs.repair.trace import render_markdown
-
-    result = report.result
-    repaired = RepairReport.from_result(
-        result, trace_path=str(report.trace_path), trace_markdown=render_markdown(result.trace)
-    )
-    # The change since green (#14): the range and the culprit the engine named.
-    return replace(repaired, changes=report.change.changes, culprit=report.change.culprit)
-
-
 def _finish(
     env: ActionEnv,
     target: Target,
@@ -335,10 +321,12 @@ def _finish(
 ) -> ActionOutcome:
     from bot.action.dashboard import dashboard_link
     from jobs.culprit import changes_line
-    from jobs.engine import repository_spots
+    from jobs.engine import report_of
 
     result = report.result
-    repaired = repair_report(report)
+    # The engine's own report (the worker's and `arcs fix`'s): changes, culprit, failures on
+    # files of the repository, the CI targets and the revert fields come with it.
+    repaired = report_of(report)
     issue = target.issue_text is not None
     where = target.branch or target.sha[:12]
     summary = repair_summary(
@@ -384,7 +372,7 @@ def _finish(
         changes=changes_line(signal.changes) if signal is not None and signal.changes is not None else "",
         change_origin=signal.note if signal is not None and signal.changes is not None else "",
         culprit=repaired.culprit,
-        failures=repository_spots(report.repo, repaired.failures, repaired.patch),
+        failures=repaired.failures,
         dashboard_url=dashboard,
     )
 

@@ -336,6 +336,31 @@ def test_the_culprit_is_bisected_before_the_reverts_and_its_own_revert_wins(
     assert result.spend.executions <= plan.budget.executions
 
 
+def test_a_run_with_an_early_bisection_replays_and_an_old_traces_loop_budget_is_checked(
+    history: tuple[Path, list[str]], tmp_path: Path, settings: Settings
+) -> None:
+    from jobs.replay import replay
+
+    repo, (c0, _c1, _c2, _c3) = history
+    plan = plan_of(repo, tmp_path, c0, budget=Budget(executions=10))
+    done = execute(plan, ports(settings, FakeRunner().on("pytest", scripted_pytest)))
+    data = json.loads(done.trace_path.read_text())
+    assert data["budget"]["executions"] == 10 and "loop_budget" not in data["repo"]
+    # One wiring: replay rebuilds the same reserve (2 bisection runs) and runs the early
+    # bisection in its own workbench, as the engine did.
+    again = replay(settings, done.trace_path, runner=FakeRunner().on("pytest", scripted_pytest))
+    assert again.divergence is None, again.divergence
+    # A trace recorded before #25 kept the loop's own budget; replay checks it against the reserve.
+    for executions, diverges in ((8, False), (3, True)):
+        old = tmp_path / f"old-{executions}.json"
+        data["repo"]["loop_budget"] = {**data["budget"], "executions": executions}
+        old.write_text(json.dumps(data))
+        got = replay(settings, old, runner=FakeRunner().on("pytest", scripted_pytest))
+        assert (got.divergence is not None) == diverges, got.divergence
+        if diverges:
+            assert got.divergence is not None and got.divergence.where == "budget"
+
+
 def test_no_early_bisection_when_the_budget_would_leave_the_loop_too_little(
     history: tuple[Path, list[str]], tmp_path: Path, settings: Settings
 ) -> None:

@@ -1,0 +1,152 @@
+"""One wiring of a repair (#25): :func:`build` makes the sandbox workbench, tier 0's change-first
+wrapper (:func:`jobs.change_repair.change_aware`), the retrieval and the loop, and hands back a
+:class:`Repair` that runs the loop under the budget the change-first runs leave it.
+
+Both :func:`jobs.engine.execute` (``arcs fix``, the worker, the Action) and :func:`jobs.replay.replay`
+call it: the engine with live ports, replay with recorded ones (:class:`RepairPorts`
+``recorded_tools``/``recorded_spectrum``, a replaying LLM, the recorded retrieval and interrupt).
+What the two used to wire differently by hand — replay never bound the early bisection to its
+workbench, ran the autofix's ``setup:`` without its fresh environment, and opened its workbench
+without the repository's memory limit and the index's exclusions — is now one code path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from jobs.change_repair import ChangeFirst, change_aware
+from jobs.culprit import loop_budget
+from jobs.repair.budget import Budget
+from jobs.repair.llm import LLM
+from jobs.repair.loop import RepairLoop, RepairResult
+from jobs.repair.loop_config import LoopConfig
+from jobs.repair.ports import Clock, Interrupt, Proposer
+from jobs.repair.spec import RepairSpec
+from jobs.repair.task import RepairTask
+from jobs.repair.tiers import TierRequest
+from jobs.sandbox_workbench import SandboxWorkbench
+from runners.base import Runner
+
+if TYPE_CHECKING:
+    from jobs.repair.changes import ChangeSet
+    from jobs.repair.loop import Retriever
+    from jobs.repair.spectrum_context import RecordedSpectrum
+    from jobs.repair.tools_session import RecordedTools
+    from runners.commands import ResolvedCommand
+
+Retrieval = Callable[[], contextlib.AbstractContextManager[tuple["Retriever | None", str]]]
+"""Opens the retrieval a repair searches: ``(retriever or None, index snapshot id)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class RepairSetup:
+    """The values one repair is wired from (the plan's, or the recorded run's in replay)."""
+
+    repo: Path
+    """The tree the repair runs on (replay: a copy with the recorded base text restored)."""
+    command: ResolvedCommand
+    budget: Budget
+    """The whole budget: the loop gets it less the change-first reserve (:attr:`Repair.loop_budget`)."""
+    loop: LoopConfig
+    changes: ChangeSet | None = None
+    memory_mb: int = 2048
+    exclude: tuple[str, ...] = ()
+    """Paths the source view (and so the recorded tree digest) leaves out: the index's exclusions."""
+    toolchain: str = ""
+    """One line naming the sandbox's toolchain (recorded with each verification)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RepairPorts:
+    """The effects one repair runs with: live in the engine, recorded in ``arcs replay``."""
+
+    runner: Runner
+    proposer: Proposer
+    """The tier's proposer, before the change-first wrapper."""
+    clock: Clock
+    llm: LLM | None = None
+    """The model the loop's roles call (recording, or replaying); None: tier 0."""
+    interrupt: Interrupt | None = None
+    retrieval: Retrieval | None = None
+    """None: no retrieval."""
+    recorded_tools: RecordedTools | None = None
+    recorded_spectrum: RecordedSpectrum | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Repair:
+    """A wired repair: run it with :meth:`run`; the workbench stays open until :func:`build` exits."""
+
+    setup: RepairSetup
+    loop: RepairLoop
+    workbench: SandboxWorkbench
+    first: ChangeFirst
+    """Tier 0's first offers: what they reserve, ran and found."""
+    snapshot: str = ""
+    """The index snapshot retrieval read ('' without retrieval)."""
+
+    @property
+    def loop_budget(self) -> Budget:
+        """The budget the loop runs under: the whole one less the runs the change-first offers
+        (autofix, early bisection) make outside the loop's meter."""
+        return loop_budget(self.setup.budget, self.first.reserve)
+
+    def run(self, task: RepairTask, tier: TierRequest) -> RepairResult:
+        """Reproduce and repair ``task`` (the loop's raw result, with its trace)."""
+        spec = RepairSpec(task=task, budget=self.loop_budget, tier=tier, loop=self.setup.loop)
+        return self.loop.run(spec)
+
+
+@contextlib.contextmanager
+def build(setup: RepairSetup, ports: RepairPorts) -> Iterator[Repair]:
+    """Wire the repair of ``setup`` with ``ports`` (see the module docstring); the workbench and the
+    retrieval are closed on exit."""
+    with contextlib.ExitStack() as stack:
+        command = setup.command
+        workbench = stack.enter_context(
+            SandboxWorkbench(
+                setup.repo,
+                command,
+                ports.runner,
+                memory_mb=setup.memory_mb,
+                exclude=setup.exclude,
+                toolchain=setup.toolchain,
+            )
+        )
+        # Tier 0's first offers (#14): a formatter check's own fix, reverts of the change since
+        # green; the early bisection runs in this workbench.
+        first = change_aware(
+            ports.proposer,
+            check=command.command,
+            changes=setup.changes,
+            repo=setup.repo,
+            runner=ports.runner,
+            workbench=workbench,
+            memory_mb=setup.memory_mb,
+            env=command.env,
+            setup=command.setup_shell,
+            max_runs=setup.budget.executions // 2,
+        )
+        retriever: Retriever | None = None
+        snapshot = ""
+        if ports.retrieval is not None:
+            retriever, snapshot = stack.enter_context(ports.retrieval())
+        loop = RepairLoop(
+            retriever,
+            first.proposer,
+            workbench,
+            ports.clock,
+            llm=ports.llm,
+            config=setup.loop,
+            interrupt=ports.interrupt,
+            tool_replay=ports.recorded_tools,
+            spectrum_replay=ports.recorded_spectrum,
+        )
+        yield Repair(setup, loop, workbench, first, snapshot)
+
+
+__all__ = ["Repair", "RepairPorts", "RepairSetup", "Retrieval", "build"]
