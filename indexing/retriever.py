@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from indexing.embed import Embedder
-from indexing.files import is_test_path
+from indexing.languages import code_languages, doc_languages, is_test_path
 from indexing.model import Chunk, Query, SearchFilters, SearchHit
 from indexing.store import QdrantStore, StoredHit, StoreFilter
 from indexing.tokens import SparseVec, code_tokens, query_symbols, query_vector
@@ -62,6 +62,12 @@ TEST_HINT_WEIGHT = 0.1
 """Weight of a hint into a test file (a failing assertion says little about where the bug is)."""
 TEST_BASE_WEIGHT = 0.4
 """Relevance of a test-file chunk is scaled by this unless the query is about tests."""
+FAILURE_ASIDE_WEIGHT = 0.4
+"""For a query built from a failure (an assertion message, an exception), the relevance of a doc
+chunk (README) and, on top of :data:`TEST_BASE_WEIGHT`, of a test chunk is scaled by this when
+library code is among the candidates: the message's words are in the tests and the docs, the bug
+is in the library (issue 30: README and tests ranked above the library file). Below 0.5 so that
+a doc chunk fused first falls below a library chunk fused second (fused scores 1 and 1/2)."""
 CALLEE_BOOST = 0.9
 """Added to a chunk defining a function called on a hinted line (divided among its definitions)."""
 CALLEE_OF_CALLEE_BOOST = 0.4
@@ -75,6 +81,12 @@ MEMBER_SYMBOL_WEIGHT = 0.5
 CONTAINER_MARGIN = 0.35
 """A class chunk scoring at most this much above one of its own method chunks is ranked just below it."""
 
+_FAILURE_TEXT = re.compile(
+    r"\b[A-Z]\w*(?:Error|Exception)\b|\bassert(?:ion)?\b|\bexpected\b|\bpanic(?:ked)?\b|"
+    r"\bTraceback\b|^\s*(?:FAIL(?:ED)?|not ok)\b",
+    re.M,
+)
+"""Text a failure gives: an error or exception type, an assertion, a panic, a FAIL/not ok line."""
 _CALLED = re.compile(r"([^\W\d]\w*)\s*(?:::<[^>]*>)?(?:<[\w\s,.\[\]]*>)?\s*\(")
 _TEST_INTENT = re.compile(
     r"\b(flaky|fixtures?|conftest|test (?:is|was|are) (?:wrong|broken|flaky|incorrect)|"
@@ -146,6 +158,9 @@ class _Entry:
     chunk: Chunk
     test: bool
     """``is_test_path(chunk.path)``."""
+    kind: str
+    """``library`` (code outside tests), ``test``, ``doc`` (a doc language of the language table)
+    or ``other`` (config, plain text)."""
     names: frozenset[str]
     """What a named symbol matches: symbol, qualified name and defines."""
     tokens: frozenset[str] | None = None
@@ -181,7 +196,17 @@ class _ChunkCache:
             return e
         chunk = chunk_from_payload(payload)
         names = frozenset({chunk.symbol, chunk.qualified_name, *chunk.defines} - {""})
-        e = _Entry(payload, chunk, is_test_path(chunk.path), names)
+        test = is_test_path(chunk.path)
+        kind = (
+            "test"
+            if test
+            else "doc"
+            if chunk.language in doc_languages()
+            else "library"
+            if chunk.language in code_languages()
+            else "other"
+        )
+        e = _Entry(payload, chunk, test, kind, names)
         if len(self._items) >= self._limit:
             self._items.clear()
         self._items[pid] = e
@@ -443,6 +468,12 @@ class HybridRetriever:
             for c in cands.values():
                 if c.entry.test:
                     c.base *= TEST_BASE_WEIGHT
+            if _FAILURE_TEXT.search(query.text) and any(
+                c.entry.kind == "library" and c.base > 0 for c in cands.values()
+            ):
+                for c in cands.values():
+                    if c.entry.kind in ("doc", "test"):
+                        c.base *= FAILURE_ASIDE_WEIGHT
         if scope_reasons:
             for c in cands.values():
                 reason = scope_reasons.get(c.chunk.path) or next(

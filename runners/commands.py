@@ -8,13 +8,11 @@ Resolution order (:func:`resolve_test_command`):
 3. conventions, in this order: pytest, ``npm test``, ``go test ./...``, ``cargo test``,
    ``mvn -q test`` (and gradle).
 
-The resolved command is then *adapted* for machine-readable results (:attr:`ResolvedCommand.shell`):
-pytest writes JUnit XML (``--junitxml``, ``-o junit_family=xunit1`` for file/line attributes,
-``-p no:cacheprovider``); ``go test`` gets ``-json``; jest adds the ``jest-junit`` reporter only
-when the repository has it; vitest uses its built-in ``junit`` reporter; ``node --test`` gets its
-built-in ``junit`` reporter to a file and ``spec`` on stdout (also through an ``npm test`` whose script
-is exactly ``node --test``; otherwise its default TAP output is read); maven/gradle have their
-surefire/test-results XML gathered into one file; cargo and unittest are read as text.
+The resolved command is then *adapted* for machine-readable results (:attr:`ResolvedCommand.shell`)
+by its row of :mod:`runners.frameworks`: the row says how to ask for the report (``adapt``), which
+report that gives (``report``: a JUnit file, ``go test -json`` events or the text), and what the
+report needs (an npm package, an exact npm test script, no yarn/pnpm in front, files to gather);
+when a need is not met the note says so and the text is read (no framework is named for that here).
 """
 
 from __future__ import annotations
@@ -32,8 +30,7 @@ import yaml
 from runners import frameworks, npm_scripts, wsfs
 from runners.config import RepoConfig
 from runners.errors import UsageError
-from runners.frameworks import go as go_row
-from runners.frameworks import node as node_row
+from runners.frameworks.row import Report
 from runners.frameworks.shell import NPM_TEST as _NPM_TEST
 from runners.frameworks.shell import last_segment as _last_segment
 from runners.frameworks.shell import plain as _plain
@@ -44,7 +41,6 @@ from runners.shellenv import activate_prefix, export_pythonpath, keep_pythonpath
 from runners.toolchains import source_folders
 
 Source = Literal["flag", "config", "workflow", "convention"]
-Report = Literal["junit", "go-json", "text"]
 
 _CONFIG_LIMIT = 1 << 20
 """How much of a repository's config file (``package.json``, a workflow) the host reads."""
@@ -61,13 +57,6 @@ BASE_ENV: Mapping[str, str] = {
     "NO_COLOR": "1",
     # A Python process sent SIGABRT at the deadline prints every thread's stack (runners.limits).
     "PYTHONFAULTHANDLER": "1",
-}
-_JEST_JUNIT_ENV: Mapping[str, str] = {
-    "JEST_JUNIT_OUTPUT_NAME": "junit.xml",
-    "JEST_JUNIT_CLASSNAME": "{filepath}",
-    "JEST_JUNIT_TITLE": "{classname} {title}",
-    "JEST_JUNIT_SUITE_NAME": "{filepath}",
-    "JEST_JUNIT_ADD_FILE_ATTRIBUTE": "true",
 }
 
 
@@ -94,18 +83,20 @@ class ResolvedCommand:
 
     @property
     def report(self) -> Report:
-        """Where per-test results come from when :attr:`shell` runs."""
-        if not self.junit or self.framework is None:
+        """Where per-test results come from when :attr:`shell` runs (the row's ``report``)."""
+        row = self._row
+        if not self.junit or row is None or row.report == "text":
             return "text"
-        if self.framework == "go":
-            return "go-json" if _GO_TEST.search(_last_segment(self.command)) else "text"
-        if self.framework in ("pytest", "jest", "vitest", "maven", "gradle", "node"):
-            return (
-                "junit"
-                if self._adapted() != self.command or self.framework in ("maven", "gradle")
-                else "text"
-            )
+        unadapted = row.report_unadapted
+        if self._adapted() != self.command or (
+            unadapted is not None and unadapted.search(_last_segment(self.command))
+        ):
+            return row.report
         return "text"
+
+    @property
+    def _row(self) -> frameworks.Row | None:
+        return frameworks.BY_NAME.get(self.framework) if self.framework else None
 
     @property
     def junit_path(self) -> str | None:
@@ -143,20 +134,14 @@ class ResolvedCommand:
             body = "set -e\n" + body  # a multi-line CI script stops at its first failure, as under bash -e
         if self.workdir:
             body = f"cd {shlex.quote(self.workdir)} && {body}"
-        if self.report == "junit":
-            prefix = f'ARCS_OUT="$PWD/{JUNIT_DIR}"; mkdir -p "$ARCS_OUT"; '
-            if self.framework == "jest":
-                prefix += 'export JEST_JUNIT_OUTPUT_DIR="$ARCS_OUT"; '
-            if self.framework in ("maven", "gradle"):
-                pattern = (
-                    "*/target/s*-reports/TEST-*.xml"
-                    if self.framework == "maven"
-                    else "*/build/test-results/*/TEST-*.xml"
-                )
+        row = self._row
+        if self.report == "junit" and row is not None:
+            prefix = f'ARCS_OUT="$PWD/{JUNIT_DIR}"; mkdir -p "$ARCS_OUT"; ' + row.report_exports
+            if row.report_files:
                 # Reports are per class; concatenate them (the parser splits documents) and keep the exit status.
                 return (
                     f"{prefix}( {body} ); arcs_status=$?; "
-                    f"find . -path '{pattern}' -exec cat {{}} + > \"$ARCS_OUT/junit.xml\" 2>/dev/null; "
+                    f"find . -path '{row.report_files}' -exec cat {{}} + > \"$ARCS_OUT/junit.xml\" 2>/dev/null; "
                     "exit $arcs_status"
                 )
             return prefix + body
@@ -191,9 +176,6 @@ class ResolvedCommand:
 
 
 # --------------------------------------------------------------------------- adaptation
-
-_GO_TEST = go_row.INVOKES
-_NODE_TEST = node_row.INVOKES
 
 
 def _adapt(command: str, framework: Framework) -> str:
@@ -279,15 +261,16 @@ def _resolved(
         note = npm_scripts.describe_hooks(_package_json(root) or {})
         if note:
             note += f": a failure before any test ran may be theirs (`npm test {npm_scripts.IGNORE_HOOKS}` skips them)"
-    if framework == "node" and not _NODE_TEST.search(_last_segment(command)):
-        script = _test_script(root)
-        if _NPM_TEST.match(_last_segment(command)) and not re.fullmatch(r"\s*node\s+--test\s*", script):
-            junit = False
-            note = _join(note, "the npm test script is not exactly `node --test`: reading its TAP output")
-    if framework == "jest" and not _has_node_package(root, "jest-junit"):
+    row = frameworks.BY_NAME.get(framework) if framework else None
+    last = _last_segment(command)
+    npm_script = row.report_npm_script if row is not None else ""
+    if npm_script and _NPM_TEST.match(last) and " ".join(_test_script(root).split()) != npm_script:
         junit = False
-        note = _join(note, "jest-junit is not installed: reading jest's text output")
-    if framework in ("jest", "vitest") and re.match(r"^(?:yarn|pnpm)\s", _last_segment(command)):
+        note = _join(note, f"the npm test script is not exactly `{npm_script}`: reading its text output")
+    if row is not None and row.report_package and not _has_node_package(root, row.report_package):
+        junit = False
+        note = _join(note, f"{row.report_package} is not installed: reading {row.name}'s text output")
+    if row is not None and not row.report_via_yarn and re.match(r"^(?:yarn|pnpm)\s", last):
         junit = False
         note = _join(note, "report flags are not passed through yarn/pnpm scripts: reading the text output")
     if framework in frameworks.on_runtime("node") or re.match(
@@ -295,12 +278,12 @@ def _resolved(
     ):
         note = _join(note, npm_scripts.node_line(toolchains))
     env = dict(BASE_ENV)
-    if framework == "jest" and junit:
-        env.update(_JEST_JUNIT_ENV)
+    if row is not None and junit:
+        env.update(row.report_env)
     # A src layout's package is imported from the workspace's copy (never from an install that
     # points at the user's checkout); only for commands that may run Python tests.
     pythonpath: tuple[str, ...] = ()
-    if framework in (None, "pytest", "unittest"):
+    if framework is None or framework in frameworks.on_runtime("python"):
         folders, _ = source_folders(root)
         prefix = f"{workdir}/" if workdir else ""
         pythonpath = tuple(prefix + f for f in folders)

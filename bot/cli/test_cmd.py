@@ -19,6 +19,10 @@ from runners.toolchains import toolchain_paths as toolchain_paths  # re-export: 
 
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_MEMORY_MB = 2048
+OUTPUT_TAIL_LINES = 20
+"""How many of the command's last output lines ``arcs test`` shows without ``--output``."""
+OUTPUT_LINE_CHARS = 300
+"""Longer output lines are cut (a minified bundle's one line would fill the terminal)."""
 
 
 def register(
@@ -43,6 +47,11 @@ def register(
         type=Path,
         metavar="DIR",
         help="folder to expose read-only in the sandbox, its bin/ first on PATH (repeatable)",
+    )
+    test.add_argument(
+        "--output",
+        action="store_true",
+        help=f"show the command's whole captured output, not only its last {OUTPUT_TAIL_LINES} lines",
     )
     test.add_argument(
         "--unsafe-no-sandbox",
@@ -86,14 +95,16 @@ def run_test(args: argparse.Namespace, ctx: Context) -> int:
     inputs.finite(args.timeout, "--timeout", "test")
     inputs.repo_config(repo)  # the whole file, as the App reads it: an unknown key is an error (#23)
     config = load_repo_config(repo)
-    resolved = resolve_test_command(repo, explicit=args.cmd, config=config)
+    exposed = toolchain_paths(args.toolchain)
+    # The note names the node these folders provide, i.e. the one the sandbox runs.
+    resolved = resolve_test_command(repo, explicit=args.cmd, config=config, toolchains=exposed)
     timeout_s = args.timeout or config.timeout_s or DEFAULT_TIMEOUT_S
     memory_mb = args.memory or config.memory_mb or DEFAULT_MEMORY_MB
     # SandboxUnavailable (an ArcsError) reaches the user as one line saying what to install.
     settings = ctx.settings
     runner = make_runner(
         unsafe_no_sandbox=args.unsafe_no_sandbox,
-        toolchain_paths=toolchain_paths(args.toolchain),
+        toolchain_paths=exposed,
         kind=settings.runner,
         image=settings.runner_image,
         runtime=settings.runner_runtime,
@@ -129,12 +140,36 @@ def run_test(args: argparse.Namespace, ctx: Context) -> int:
             lines.append(f"ERROR  {e.id}  {e.type or ''}{': ' if e.type and first else ''}{first}")
         if run.truncated:
             lines.append("(output was truncated)")
+        if run.environment:
+            lines.append(f"environment: {run.environment}")
+        if run.hint:
+            lines.append(f"hint: {run.hint}")
         if resolved.note:
             lines.append(f"note: {resolved.note}")
+        lines.extend(output_lines(run.output, whole=args.output))
         return "\n".join(lines)
 
     ctx.out.emit(data, human)
     return 0 if run.ok else 1
+
+
+def output_lines(output: str, *, whole: bool = False) -> list[str]:
+    """The command's output as ``arcs test`` prints it: a header, then its last
+    :data:`OUTPUT_TAIL_LINES` lines (all of them with ``whole``), each cut at :data:`OUTPUT_LINE_CHARS`;
+    nothing when the command printed nothing."""
+    kept = output.rstrip().splitlines()
+    while kept and not kept[0].strip():
+        kept.pop(0)
+    if not kept:
+        return []
+    shown = kept if whole else kept[-OUTPUT_TAIL_LINES:]
+    head = (
+        f"--- output ({len(kept)} lines) ---"
+        if len(shown) == len(kept)
+        else f"--- output (last {len(shown)} of {len(kept)} lines; --output shows all) ---"
+    )
+    cut = [ln if len(ln) <= OUTPUT_LINE_CHARS else ln[: OUTPUT_LINE_CHARS - 1] + "…" for ln in shown]
+    return [head, *cut]
 
 
 def run_triage(args: argparse.Namespace, ctx: Context) -> int:

@@ -6,9 +6,10 @@ flags (:mod:`runners.failfast`), how to run only some of its tests (``select``, 
 :meth:`runners.commands.ResolvedCommand.selecting`), the runtime it needs and the npm packages that
 point at it behind ``npm test``, and how to ask it for a machine-readable report (``adapt``: JUnit
 XML, ``go test -json``). Its order is the precedence: the first row whose pattern matches wins.
-What :mod:`runners.commands` still decides per framework: which reports are JUnit files
-(:attr:`runners.commands.ResolvedCommand.report`) and when not to adapt (jest without
-``jest-junit``, yarn/pnpm scripts, an ``npm test`` that is not exactly ``node --test``).
+It also says which report the adapted command gives (``report``, read by
+:attr:`runners.commands.ResolvedCommand.report`) and what that report needs (``report_*``: jest-junit
+installed, an ``npm test`` script that is exactly ``node --test``, no yarn/pnpm in front, per-class
+XML files to gather). Adding a framework is one module here and one row in :data:`TABLE`.
 """
 
 from __future__ import annotations

@@ -91,4 +91,6 @@ ROW = Row(
     fail_fast=flags("go", ("-failfast", "none"), ("--failfast", "none")),
     adapt=adapt,
     select=select,
+    report="go-json",
+    report_unadapted=INVOKES,
 )

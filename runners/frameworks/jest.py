@@ -52,4 +52,15 @@ ROW = Row(
     packages=("jest",),
     adapt=adapt,
     select=select,
+    report="junit",
+    report_env=(
+        ("JEST_JUNIT_OUTPUT_NAME", "junit.xml"),
+        ("JEST_JUNIT_CLASSNAME", "{filepath}"),
+        ("JEST_JUNIT_TITLE", "{classname} {title}"),
+        ("JEST_JUNIT_SUITE_NAME", "{filepath}"),
+        ("JEST_JUNIT_ADD_FILE_ATTRIBUTE", "true"),
+    ),
+    report_exports='export JEST_JUNIT_OUTPUT_DIR="$ARCS_OUT"; ',
+    report_package="jest-junit",
+    report_via_yarn=False,
 )

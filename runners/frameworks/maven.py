@@ -33,6 +33,9 @@ ROW = Row(
     parse=parse_maven_text,
     fail_fast=flags("maven", ("-ff", "none"), ("--fail-fast", "none")),
     select=select,
+    report="junit",
+    report_unadapted=re.compile(""),
+    report_files="*/target/s*-reports/TEST-*.xml",
 )
 
 GRADLE = Row(
@@ -42,4 +45,7 @@ GRADLE = Row(
     parse=parse_maven_text,
     fail_fast=flags("gradle", ("--fail-fast", "none")),
     select=select_gradle,
+    report="junit",
+    report_unadapted=re.compile(""),
+    report_files="*/build/test-results/*/TEST-*.xml",
 )

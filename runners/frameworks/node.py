@@ -39,4 +39,6 @@ ROW = Row(
     parse=parse_node_tap,
     runtime="node",
     adapt=adapt,
+    report="junit",
+    report_npm_script="node --test",
 )

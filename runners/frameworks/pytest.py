@@ -113,4 +113,6 @@ ROW = Row(
     ),
     adapt=adapt,
     select=select,
+    runtime="python",
+    report="junit",
 )

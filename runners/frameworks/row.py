@@ -10,6 +10,9 @@ from typing import Literal
 
 from runners.results_types import Framework, Parsed
 
+Report = Literal["junit", "go-json", "text"]
+"""Where a run's per-test results come from: a JUnit XML file, ``go test -json`` events, the text."""
+
 ValueKind = Literal["none", "required", "optional"]
 """Whether a flag takes a value: never, always (``--maxfail N``/``--maxfail=N``), or only as
 ``--flag=N`` or a following number (``--bail 2``)."""
@@ -58,7 +61,27 @@ class Row:
     """Narrows a simple command to test ids (``None``: the framework cannot select tests)."""
     runtime: str = ""
     """The runtime its tests run on (``node`` for the JavaScript runners: the note names which
-    ``node`` the sandbox runs); ``""`` for the others."""
+    ``node`` the sandbox runs; ``python``: a ``src`` layout goes on ``PYTHONPATH``)."""
+    report: Report = "text"
+    """What its adapted command gives (:attr:`runners.commands.ResolvedCommand.report`): ``junit``
+    (the file :data:`runners.commands.JUNIT_PATH`), ``go-json`` or ``text``; only when :attr:`adapt`
+    changed the command or :attr:`report_unadapted` matches it."""
+    report_unadapted: re.Pattern[str] | None = None
+    """Matches a last simple command that gives :attr:`report` as written (``go test -json``; maven
+    and gradle write their XML files whatever the command)."""
+    report_files: str = ""
+    """``find -path`` pattern of the per-class report files gathered into the one JUnit file."""
+    report_env: tuple[tuple[str, str], ...] = ()
+    """Environment the report needs (jest-junit's naming options)."""
+    report_exports: str = ""
+    """Shell run before the command when it writes a report (``$ARCS_OUT`` is the report folder)."""
+    report_package: str = ""
+    """npm package the report needs: without it in the repository the text is read."""
+    report_via_yarn: bool = True
+    """Whether report flags survive ``yarn``/``pnpm`` in front of the command (not for scripts)."""
+    report_npm_script: str = ""
+    """Through ``npm test``, the only test script (whitespace aside) the report flags reach
+    (``node --test``); ``""``: any."""
 
 
 def flags(runner: str, *specs: tuple[str, ValueKind]) -> tuple[FailFastFlag, ...]:
@@ -66,4 +89,4 @@ def flags(runner: str, *specs: tuple[str, ValueKind]) -> tuple[FailFastFlag, ...
     return tuple(FailFastFlag(runner, flag, value) for flag, value in specs)
 
 
-__all__ = ["Adapter", "FailFastFlag", "Row", "Selector", "ValueKind", "flags"]
+__all__ = ["Adapter", "FailFastFlag", "Report", "Row", "Selector", "ValueKind", "flags"]

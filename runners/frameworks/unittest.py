@@ -43,4 +43,5 @@ ROW = Row(
     fail_fast=flags("unittest", ("-f", "none"), ("--failfast", "none")),
     adapt=adapt,
     select=select,
+    runtime="python",
 )

@@ -30,4 +30,6 @@ ROW = Row(
     packages=("vitest",),
     adapt=adapt,
     select=select,
+    report="junit",
+    report_via_yarn=False,
 )

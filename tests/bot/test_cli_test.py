@@ -169,6 +169,58 @@ def test_test_reports_a_crash_as_an_error(
     assert data["errors"][0]["type"] == "timeout"
 
 
+def test_test_human_output_shows_the_hint_the_notes_and_the_output_tail(
+    settings: Settings,
+    capsys: pytest.CaptureFixture[str],
+    make_repo: MakeRepo,
+    fake_sandbox: Callable[[FakeRunner], list[dict[str, Any]]],
+) -> None:
+    # npm stopped in `pretest` (tsc) before any test ran: the human output says so (issue 30).
+    pkg = {"name": "calc", "version": "1.0.0", "scripts": {"pretest": "tsc", "test": "mocha"}}
+    repo = make_repo({"package.json": json.dumps(pkg), "test/test.js": ""})
+    noise = [f"src/f{i}.ts(1,1): error TS2304: Cannot find name 'x{i}'." for i in range(30)]
+    stdout = "\n".join(["", "> calc@1.0.0 pretest", "> tsc", "", *noise, "x" * 500]) + "\n"
+    fake_sandbox(FakeRunner().on("npm test", fake_execution(exit_code=2, stdout=stdout)))
+    code, out, _ = run_cli(["test", str(repo), "--cmd", "npm test"], settings, capsys)
+    assert code == 1
+    lines = out.splitlines()
+    hint = next(ln for ln in lines if ln.startswith("hint: "))
+    assert "stopped in npm's `pretest` hook" in hint
+    note = next(ln for ln in lines if ln.startswith("note: "))
+    assert "also runs pretest: `tsc`" in note
+    header = lines.index("--- output (last 20 of 34 lines; --output shows all) ---")
+    tail = lines[header + 1 :]
+    assert len(tail) == 20 and tail[-2] == noise[-1] and noise[10] not in tail
+    assert tail[-1] == "x" * 299 + "…"  # a long line is cut
+
+    code, out, _ = run_cli(["test", str(repo), "--cmd", "npm test", "--output"], settings, capsys)
+    assert "--- output (34 lines) ---" in out and "> calc@1.0.0 pretest" in out and noise[0] in out
+
+
+TAPE_PASS = "TAP version 13\n# add\nok 1 should be equal\n\n1..1\n# tests 1\n# pass  1\n\n# ok\n"
+
+
+def test_test_note_names_the_node_of_a_toolchain(
+    settings: Settings,
+    capsys: pytest.CaptureFixture[str],
+    make_repo: MakeRepo,
+    fake_sandbox: Callable[[FakeRunner], list[dict[str, Any]]],
+    tmp_path: Path,
+) -> None:
+    toolchain = tmp_path / "node-v99"
+    (toolchain / "bin").mkdir(parents=True)
+    node = toolchain / "bin" / "node"
+    node.write_text("#!/bin/sh\necho v99.1.0\n", encoding="utf-8")
+    node.chmod(0o755)
+    repo = make_repo({"package.json": json.dumps({"scripts": {"test": "tape test/*.js"}})})
+    made = fake_sandbox(FakeRunner().on("npm test", fake_execution(exit_code=0, stdout=TAPE_PASS)))
+    code, out, _ = run_cli(["test", str(repo), "--toolchain", str(toolchain), "--json"], settings, capsys)
+    assert code == 0
+    data = json.loads(out)
+    assert f"node: the sandbox runs {node} (v99.1.0)" in data["note"]
+    assert toolchain in made[0]["toolchain_paths"]
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
+import pytest
+
 from runners import frameworks
+from runners.commands import JUNIT_PATH, resolve_test_command
 from runners.failfast import FAIL_FAST_FLAGS, NO_FAIL_FAST_ADDED
+from runners.frameworks.row import Row
+from runners.frameworks.shell import append_to_last
 from runners.results import TEXT_PARSERS, detect_framework
-from runners.results_types import FRAMEWORKS
+from runners.results_types import FRAMEWORKS, Parsed
 
 
 def test_every_framework_has_one_row() -> None:
@@ -77,3 +86,48 @@ def test_jest_26_and_29_ids_match_without_durations() -> None:
     for major in (26, 29):
         parsed = parse_jest_text((outputs / f"jest{major}_verbose_durations.txt").read_text())
         assert {r.id: r.outcome for r in parsed.results} == want
+
+
+def test_reports_come_from_the_rows() -> None:
+    reports = {row.name: row.report for row in frameworks.TABLE if row.report != "text"}
+    assert reports == {
+        "pytest": "junit",
+        "go": "go-json",
+        "vitest": "junit",
+        "jest": "junit",
+        "node": "junit",
+        "maven": "junit",
+        "gradle": "junit",
+    }
+    assert frameworks.on_runtime("python") == {"pytest", "unittest"}
+
+
+def test_a_new_framework_is_one_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A framework runners.commands has never heard of: its row alone decides the report and its needs.
+    row = Row(
+        name="ava",  # type: ignore[arg-type]  # not (yet) a Framework literal
+        command=re.compile(r"\bava\b"),
+        signature=None,
+        parse=lambda text: Parsed(),
+        runtime="node",
+        adapt=lambda command, last: append_to_last(command, "--tap-junit"),
+        report="junit",
+        report_env=(("AVA_JUNIT_NAME", "junit.xml"),),
+        report_exports='export AVA_OUT="$ARCS_OUT"; ',
+        report_package="ava-junit",
+        report_via_yarn=False,
+    )
+    monkeypatch.setattr(frameworks, "TABLE", (row, *frameworks.TABLE))
+    monkeypatch.setattr(frameworks, "BY_NAME", {**frameworks.BY_NAME, "ava": row})
+    (tmp_path / "package.json").write_text(json.dumps({"scripts": {"test": "ava"}}), encoding="utf-8")
+
+    missing = resolve_test_command(tmp_path, explicit="ava")
+    assert (missing.framework, missing.report, missing.shell) == ("ava", "text", "ava")
+    assert "ava-junit is not installed: reading ava's text output" in missing.note
+
+    (tmp_path / "node_modules" / "ava-junit").mkdir(parents=True)
+    found = resolve_test_command(tmp_path, explicit="ava")
+    assert found.report == "junit" and found.collect == (JUNIT_PATH,)
+    assert found.shell.endswith('export AVA_OUT="$ARCS_OUT"; ava --tap-junit')
+    assert found.env["AVA_JUNIT_NAME"] == "junit.xml"
+    assert resolve_test_command(tmp_path, explicit="yarn ava").report == "text"
