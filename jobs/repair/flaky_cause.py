@@ -192,6 +192,15 @@ def classify(test_id: str, observed: Sequence[Observed]) -> Diagnosis:
     if fails == 0:
         return Diagnosis(test_id, "not-flaky", total, 0, None, [*evidence, "never failed: raise --runs"])
     alone_f, alone_n = _count(by_kind.get("alone", []))
+    if fails == total:
+        return Diagnosis(
+            test_id,
+            "not-flaky",
+            total,
+            fails,
+            None,
+            [*evidence, "failed every run: a real failure, not a flake"],
+        )
     order = _order_dependence(test_id, seen, alone_f, alone_n)
     if order is not None:
         polluter, line = order

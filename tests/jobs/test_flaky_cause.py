@@ -98,5 +98,7 @@ def test_never_failing_and_never_reported() -> None:
     orders = plan(T, [SETTER], 6)
     assert classify(T, _simulate(orders, lambda o: False)).cause == "not-flaky"
     assert classify(T, [Observed(o, "absent") for o in orders]).runs == 0
+    broken = classify(T, _simulate(orders, lambda o: True, "assert 3 == 4"))
+    assert broken.cause == "not-flaky" and broken.failures == 6 and "real failure" in broken.evidence[-1]
     d = classify(T, _simulate(orders, lambda o: False, "assert 1 == 2", failing=(2, 5)))
     assert d.cause == "unknown" and d.failures == 2 and d.rate == pytest.approx(2 / 6)
