@@ -38,9 +38,10 @@ def _one(case: dict[str, Any], repo: Path, runs: int) -> dict[str, Any]:
             "order": o.order.kind,
             "tests": list(o.order.tests),
             "hash_seed": o.order.hash_seed,
+            "after": o.order.after,
             "outcome": o.outcome,
             "type": o.type,
-            "message": (o.message.splitlines() or [""])[0][:200],
+            "message": o.message[:2000],
         }
         for o in m.observed
     ]
@@ -52,7 +53,7 @@ def score(results: list[dict[str, Any]], k: int) -> dict[str, Any]:
     """Detection precision/recall and cause accuracy from the first ``k`` runs of each case."""
     tp = fp = fn = tn = right = 0
     for r in results:
-        d = classify(r["test"], r["m"].observed[:k])
+        d = classify(r["test"], r["m"].observed[:k], r["m"].source)
         said = d.cause in FLAKY or d.cause == "unknown"
         said = said and 0 < d.failures < d.runs
         truth = r["label"] in FLAKY

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from jobs.repair.flaky_cause import FIXED_HASH_SEED, SIGNALS, Observed, Order, classify, plan
+from jobs.repair.flaky_cause import FIXED_HASH_SEED, SIGNALS, Observed, Order, classify, function_body, plan
 
 T = "tests/test_a.py::test_victim"
 SETTER = "tests/test_a.py::test_setter"
@@ -102,3 +102,40 @@ def test_never_failing_and_never_reported() -> None:
     assert broken.cause == "not-flaky" and broken.failures == 6 and "real failure" in broken.evidence[-1]
     d = classify(T, _simulate(orders, lambda o: False, "assert 1 == 2", failing=(2, 5)))
     assert d.cause == "unknown" and d.failures == 2 and d.rate == pytest.approx(2 / 6)
+
+
+SOURCE = """import threading
+
+
+def test_other():
+    assert True
+
+
+def test_victim():
+    t = threading.Thread(target=work)
+    t.start()
+    assert out == [3]
+
+
+def test_after():
+    pass
+"""
+
+
+def test_test_source_is_the_function_body() -> None:
+    body = function_body(SOURCE, "tests/test_a.py::test_victim")
+    assert body.startswith("def test_victim():") and "threading.Thread" in body and "test_after" not in body
+    assert function_body(SOURCE, "tests/test_a.py::test_missing") == ""
+
+
+def test_the_code_is_a_last_resort_hint() -> None:
+    orders = plan(T, [], 8)
+    observed = _simulate(orders, lambda o: False, "assert [] == [3]", failing=(1, 4))
+    assert classify(T, observed).cause == "unknown"
+    d = classify(T, observed, function_body(SOURCE, T))
+    assert d.cause == "concurrency" and "hint from the code" in d.evidence[-1]
+    # A telling message wins over the code.
+    told = _simulate(
+        orders, lambda o: False, "[Errno 111] Connection refused", "ConnectionRefusedError", (1, 4)
+    )
+    assert classify(T, told, function_body(SOURCE, T)).cause == "network"
