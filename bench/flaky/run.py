@@ -80,6 +80,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--work", type=Path, default=Path("/tmp/arcs-flaky-corpus"))
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--label", default="", help="results_<label>.json/.md instead of results.json/.md")
     args = ap.parse_args()
     cases = json.loads(CASES.read_text(encoding="utf-8"))
     repos = {t.package.name: materialize(t.package.name, args.work / t.package.name) for t in TARGETS}
@@ -101,7 +102,9 @@ def main() -> int:
         for r in results
     ]
     out = {"runs": args.runs, "wall_s": round(wall, 1), "scores": scores, "cases": per_case}
-    (HERE / "results.json").write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    (HERE / f"results{'_' + args.label if args.label else ''}.json").write_text(
+        json.dumps(out, indent=1) + "\n", encoding="utf-8"
+    )
     lines = [f"# Flaky corpus: {len(results)} cases, {args.runs} runs each, {wall:.0f} s wall", ""]
     for split, rows in scores.items():
         lines += [
@@ -126,7 +129,9 @@ def main() -> int:
         f"| {c['id']} | {c['split']} | {c['label']} | {c['cause']} | {c['failures']}/{len(c['observed'])} | {c['polluter'] or ''} |"
         for c in per_case
     ]
-    (HERE / "results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (HERE / f"results{'_' + args.label if args.label else ''}.md").write_text(
+        "\n".join(lines) + "\n", encoding="utf-8"
+    )
     print("\n".join(lines[: 4 + 3 * (args.runs + 5)]))
     return 0
 
