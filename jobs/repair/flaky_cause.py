@@ -246,7 +246,10 @@ def classify(test_id: str, observed: Sequence[Observed], source: str = "") -> Di
     if len(fixed) >= 2 and len(varied) >= 2:
         ff, fn = _count(fixed)
         vf, vn = _count(varied)
-        if ff in (0, fn) and 0 < vf < vn:
+        p = vf / vn
+        # Steady under the fixed seed, and unlikely to be by chance at the varied arm's rate.
+        chance = (1 - p) ** fn if ff == 0 else p**fn
+        if ff in (0, fn) and 0 < vf < vn and chance < 0.1:
             line = f"alone with PYTHONHASHSEED={FIXED_HASH_SEED}: failed {ff}/{fn} (steady); varied seeds: {vf}/{vn}"
             return Diagnosis(
                 test_id, "randomness", total, fails, None, [*evidence, line, "hash-order dependence"]
