@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from jobs.repair.flaky_cause import Diagnosis, Observed, Order, classify, plan
+from jobs.repair.flaky_cause import Diagnosis, Observed, Order, classify, function_body, plan
+from runners import wsfs
 from runners.base import Runner
 from runners.commands import ResolvedCommand
 from runners.execute import run_tests
@@ -27,6 +28,8 @@ class Measurement:
     observed: list[Observed]
     diagnosis: Diagnosis
     neighbours: list[str]
+    source: str = ""
+    """The test function's code (the classifier's last-resort hint)."""
 
 
 def file_of(test_id: str) -> str:
@@ -102,7 +105,9 @@ def measure(
         observed.append(got)
         if progress:
             progress(i, got)
-    return Measurement(observed, classify(test_id, observed), neighbours)
+    folder = f"{resolved.workdir}/" if resolved.workdir else ""
+    source = function_body(wsfs.text_or_none(repo, folder + file_of(test_id)) or "", test_id)
+    return Measurement(observed, classify(test_id, observed, source), neighbours, source)
 
 
 __all__ = ["Measurement", "file_of", "measure", "observe"]

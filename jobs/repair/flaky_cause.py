@@ -9,7 +9,9 @@ test right after each neighbour in its file. :func:`classify` reads the outcomes
 * **hash-order randomness**: alone, one fixed hash seed always gives the same outcome while
   varied seeds do not;
 * otherwise the failure types and messages are matched against :data:`SIGNALS` (resource,
-  network, concurrency/timing, time, randomness), in that order; ``unknown`` when none fits.
+  network, concurrency/timing, time, randomness), in that order;
+* last, a weak hint from the test's own code (what it imports and calls); ``unknown`` when
+  nothing fits.
 
 Every verdict carries its evidence lines ("failed 6/6 right after tests/test_a.py::test_set,
 0/5 alone").
@@ -175,8 +177,42 @@ def _count(rows: Sequence[Observed]) -> tuple[int, int]:
     return sum(r.failed for r in rows), len(rows)
 
 
-def classify(test_id: str, observed: Sequence[Observed]) -> Diagnosis:
-    """The likely cause of ``test_id``'s flakiness from its outcomes in varied orders."""
+def function_body(text: str, test_id: str) -> str:
+    """The body of ``test_id``'s function in its file's ``text`` ("" when not found)."""
+    name = test_id.rsplit("::", 1)[-1].split("[", 1)[0]
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(rf"^(\s*)(?:async\s+)?def\s+{re.escape(name)}\s*\(", line)
+        if m is None:
+            continue
+        indent = len(m.group(1))
+        end = next(
+            (
+                j
+                for j in range(i + 1, len(lines))
+                if lines[j].strip() and len(lines[j]) - len(lines[j].lstrip()) <= indent
+            ),
+            len(lines),
+        )
+        return "\n".join(lines[i:end])
+    return ""
+
+
+_SOURCE_HINTS: dict[Cause, re.Pattern[str]] = {
+    "resource": _rx(r"\bresource\.|setrlimit|\bmmap\b|tempfile|\bopen\("),
+    "network": _rx(r"\bsocket\b|create_connection|requests\.|urlopen|http\.client|aiohttp"),
+    "concurrency": _rx(r"\bthreading\b|Thread\(|multiprocessing|asyncio|concurrent\.futures|\bsleep\("),
+    "time": _rx(r"datetime|time\.time|\bnow\(|monotonic|perf_counter|\bdate\.today"),
+    "randomness": _rx(r"\brandom\.|\buuid|shuffle|secrets\.|np\.random"),
+}
+"""Weak hints from the test's own code, read only when no failure message tells (table order wins)."""
+
+
+def classify(test_id: str, observed: Sequence[Observed], source: str = "") -> Diagnosis:
+    """The likely cause of ``test_id``'s flakiness from its outcomes in varied orders.
+
+    ``source`` (the test function's code, :func:`function_body`) is the last resort: a weak hint
+    when neither the order of the runs nor the failure messages tell."""
     seen = [o for o in observed if o.outcome != "absent"]
     fails, total = _count(seen)
     evidence = [f"failed {fails} of {total} runs in varied orders"]
@@ -192,6 +228,15 @@ def classify(test_id: str, observed: Sequence[Observed]) -> Diagnosis:
     if fails == 0:
         return Diagnosis(test_id, "not-flaky", total, 0, None, [*evidence, "never failed: raise --runs"])
     alone_f, alone_n = _count(by_kind.get("alone", []))
+    if fails == total:
+        return Diagnosis(
+            test_id,
+            "not-flaky",
+            total,
+            fails,
+            None,
+            [*evidence, "failed every run: a real failure, not a flake"],
+        )
     order = _order_dependence(test_id, seen, alone_f, alone_n)
     if order is not None:
         polluter, line = order
@@ -201,7 +246,10 @@ def classify(test_id: str, observed: Sequence[Observed]) -> Diagnosis:
     if len(fixed) >= 2 and len(varied) >= 2:
         ff, fn = _count(fixed)
         vf, vn = _count(varied)
-        if ff in (0, fn) and 0 < vf < vn:
+        p = vf / vn
+        # Steady under the fixed seed, and unlikely to be by chance at the varied arm's rate.
+        chance = (1 - p) ** fn if ff == 0 else p**fn
+        if ff in (0, fn) and 0 < vf < vn and chance < 0.1:
             line = f"alone with PYTHONHASHSEED={FIXED_HASH_SEED}: failed {ff}/{fn} (steady); varied seeds: {vf}/{vn}"
             return Diagnosis(
                 test_id, "randomness", total, fails, None, [*evidence, line, "hash-order dependence"]
@@ -228,6 +276,13 @@ def classify(test_id: str, observed: Sequence[Observed]) -> Diagnosis:
         first = (sample.message.splitlines() or [""])[0][:160]
         line = f"{hits}/{len(failed)} failures point at {signal.cause}: {sample.type or 'failure'}: {first}"
         return Diagnosis(test_id, signal.cause, total, fails, None, [*evidence, line])
+    for cause, pattern in _SOURCE_HINTS.items():
+        hint = pattern.search(source)
+        if hint is not None:
+            line = (
+                f"no telling failure message; the test's code uses `{hint.group(0)}` (a hint from the code)"
+            )
+            return Diagnosis(test_id, cause, total, fails, None, [*evidence, line])
     return Diagnosis(
         test_id, "unknown", total, fails, None, [*evidence, "no order effect and no telling failure message"]
     )
@@ -271,4 +326,14 @@ def _consistent(test_id: str, seen: Sequence[Observed], neighbour: str, *, fails
     return True
 
 
-__all__ = ["FIXED_HASH_SEED", "SIGNALS", "Diagnosis", "Observed", "Order", "Signal", "classify", "plan"]
+__all__ = [
+    "FIXED_HASH_SEED",
+    "SIGNALS",
+    "Diagnosis",
+    "Observed",
+    "Order",
+    "Signal",
+    "classify",
+    "function_body",
+    "plan",
+]

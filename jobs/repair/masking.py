@@ -237,7 +237,7 @@ def _longer(rule: MaskingRule, patch: FilePatch) -> Iterator[MaskingViolation]:
                 yield MaskingViolation(patch.path, line.new_line, rule.id, f"{rule.what}: `{text}`")
                 continue
             old = _numbers(olds[0].text)
-            if new and (not old or max(new) > max(old)):
+            if _grew(old, new):
                 was = olds[0].text.strip()
                 yield MaskingViolation(
                     patch.path, line.new_line, rule.id, f"{rule.what}: `{was}` -> `{text}`"
@@ -245,15 +245,30 @@ def _longer(rule: MaskingRule, patch: FilePatch) -> Iterator[MaskingViolation]:
             olds = olds[1:] or olds
 
 
+def _grew(old: list[float], new: list[float]) -> bool:
+    """A number was added or raised: compare what changed, not the whole line (``127.0.0.1``)."""
+    gone, came = list(old), []
+    for n in new:
+        if n in gone:
+            gone.remove(n)
+        else:
+            came.append(n)
+    return bool(came) and (not gone or max(came) > max(gone))
+
+
 def _looser(rule: MaskingRule, patch: FilePatch) -> Iterator[MaskingViolation]:
     for removed, added in _changes(patch):
         for old, new in zip(removed, added, strict=False):
             before, after = old.text.strip(), new.text.strip()
             loosened = (
-                bool(_STRICT_ASSERT.search(before))
-                and not _STRICT_ASSERT.search(after)
-                and bool(rule.pattern.search(after))
-            ) or _wider(before, after)
+                (
+                    bool(_STRICT_ASSERT.search(before))
+                    and not _STRICT_ASSERT.search(after)
+                    and bool(rule.pattern.search(after))
+                )
+                or _wider(before, after)
+                or _bound_widened(before, after)
+            )
             if loosened:
                 yield MaskingViolation(
                     patch.path, new.new_line, rule.id, f"{rule.what}: `{before}` -> `{after}`"
@@ -269,6 +284,13 @@ def _wider(before: str, after: str) -> bool:
     old_d = [int(a or b) for a, b in _FEWER_DIGITS.findall(before)]
     new_d = [int(a or b) for a, b in _FEWER_DIGITS.findall(after)]
     return bool(old_d and new_d and min(new_d) < min(old_d))
+
+
+def _bound_widened(before: str, after: str) -> bool:
+    """A strict bound in an assertion became inclusive (``< 7`` -> ``<= 7``)."""
+    if not _ASSERTION.search(before):
+        return False
+    return any(re.sub(rf"{op}(?!=)", f"{op}=", before) == after for op in ("<", ">"))
 
 
 def _is_float(text: str) -> bool:

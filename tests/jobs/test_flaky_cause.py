@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from jobs.repair.flaky_cause import FIXED_HASH_SEED, SIGNALS, Observed, Order, classify, plan
+from jobs.repair.flaky_cause import FIXED_HASH_SEED, SIGNALS, Observed, Order, classify, function_body, plan
 
 T = "tests/test_a.py::test_victim"
 SETTER = "tests/test_a.py::test_setter"
@@ -98,5 +98,52 @@ def test_never_failing_and_never_reported() -> None:
     orders = plan(T, [SETTER], 6)
     assert classify(T, _simulate(orders, lambda o: False)).cause == "not-flaky"
     assert classify(T, [Observed(o, "absent") for o in orders]).runs == 0
+    broken = classify(T, _simulate(orders, lambda o: True, "assert 3 == 4"))
+    assert broken.cause == "not-flaky" and broken.failures == 6 and "real failure" in broken.evidence[-1]
     d = classify(T, _simulate(orders, lambda o: False, "assert 1 == 2", failing=(2, 5)))
     assert d.cause == "unknown" and d.failures == 2 and d.rate == pytest.approx(2 / 6)
+
+
+SOURCE = """import threading
+
+
+def test_other():
+    assert True
+
+
+def test_victim():
+    t = threading.Thread(target=work)
+    t.start()
+    assert out == [3]
+
+
+def test_after():
+    pass
+"""
+
+
+def test_test_source_is_the_function_body() -> None:
+    body = function_body(SOURCE, "tests/test_a.py::test_victim")
+    assert body.startswith("def test_victim():") and "threading.Thread" in body and "test_after" not in body
+    assert function_body(SOURCE, "tests/test_a.py::test_missing") == ""
+
+
+def test_the_code_is_a_last_resort_hint() -> None:
+    orders = plan(T, [], 8)
+    observed = _simulate(orders, lambda o: False, "assert [] == [3]", failing=(1, 4))
+    assert classify(T, observed).cause == "unknown"
+    d = classify(T, observed, function_body(SOURCE, T))
+    assert d.cause == "concurrency" and "hint from the code" in d.evidence[-1]
+    # A telling message wins over the code.
+    told = _simulate(
+        orders, lambda o: False, "[Errno 111] Connection refused", "ConnectionRefusedError", (1, 4)
+    )
+    assert classify(T, told, function_body(SOURCE, T)).cause == "network"
+
+
+def test_one_varied_failure_is_not_hash_order() -> None:
+    # 0 of 3 under the fixed seed is likely by chance at a 1-in-3 rate: no hash-order claim.
+    orders = plan(T, [], 7)
+    varied = [i for i, o in enumerate(orders) if o.kind == "alone"]
+    d = classify(T, _simulate(orders, lambda o: False, "assert [] == [3]", failing=(varied[0],)))
+    assert d.cause == "unknown" and d.failures == 1

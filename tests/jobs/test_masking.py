@@ -53,6 +53,18 @@ REFUSED = [
     ),
     ("masking.timeout", C, "DEFAULT_TIMEOUT = 5\n", "DEFAULT_TIMEOUT = 60\n"),
     (
+        "masking.timeout",
+        T,
+        "def test_a():\n    c = connect(('127.0.0.1', port), timeout=2)\n",
+        "def test_a():\n    c = connect(('127.0.0.1', port), timeout=30)\n",
+    ),
+    (
+        "masking.assert_loosened",
+        T,
+        "def test_a():\n    assert f() + g() < 7\n",
+        "def test_a():\n    assert f() + g() <= 7\n",
+    ),
+    (
         "masking.assert_loosened",
         T,
         "def test_a(self):\n    self.assertEqual(total(), 3)\n",
