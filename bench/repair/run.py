@@ -935,9 +935,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_one(args, budget)
 
     corpora = tuple(c.strip() for c in args.corpus.split(",") if c.strip())
-    unknown = [c for c in corpora if c not in ("ours", "outside")]
+    unknown = [c for c in corpora if c not in ("ours", "outside", "injected")]
     if unknown or not corpora:
-        p.error(f"unknown corpus {', '.join(unknown) or '(none)'}: use ours, outside")
+        p.error(f"unknown corpus {', '.join(unknown) or '(none)'}: use ours, outside, injected")
     cases = load_cases(args.cases, corpora)
 
     if args.check:
