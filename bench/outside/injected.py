@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 from bench.outside.build import Mutant, _fix_edit
 from bench.outside.corpus import BY_NAME, HERE, unpacked
