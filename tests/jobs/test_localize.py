@@ -406,3 +406,30 @@ def test_called_functions_rank_what_the_caller_observes() -> None:
     assert _weight(suspects, "app.py", 30) == pytest.approx(0.9)
     assert _weight(suspects, "app.py", 28) == pytest.approx(0.9 * UNOBSERVED)
     assert _weight(suspects, "app.py", 27) == pytest.approx(0.9 * UNOBSERVED)
+
+
+def test_the_call_path_ranks_by_ochiai_with_frames_as_priors() -> None:
+    """Issue #29: with the failing tests' traced lines, Ochiai ranks; the frames only break ties;
+    lines the trace shows no failing test ran are gone; lines it cannot speak for sink."""
+    from jobs.repair.call_path import CallPath
+
+    files = {"app.py": BOOKING, "tests/test_app.py": TEST_BOOKING}
+    table = SymbolTable.build(DictSource(files))
+    failure = Failure(
+        "tests/test_app.py::test_book",
+        "SoldOut",
+        "app.SoldOut: ada: 2",
+        path="app.py",
+        line=13,
+        frames=(Frame("tests/test_app.py", 5, "test_book"), Frame("app.py", 13, "book")),
+    )
+    static = localize([failure], table)
+    fn = table.function_at("app.py", 13)
+    assert fn is not None and _rank(static, "app.py", 13) == 0
+    # The trace: lines 8 and 13 ran only on the failing path (1.0), line 10 on passing paths too.
+    path = CallPath({"app.py": {8: 1.0, 10: 0.5, 13: 1.0}}, (("app.py", fn.start_line, fn.end_line),), False)
+    ranked = localize([failure], table, call_path=path)
+    assert [s.line for s in ranked[:3]] == [13, 8, 10]  # 13 and 8 tie on Ochiai; 13's frame decides
+    ran = {s.line for s in ranked if s.path == "app.py" and fn.start_line <= s.line <= fn.end_line}
+    assert ran == {8, 10, 13}  # the function's other lines did not run on the failing path
+    assert all(s.weight < 0.5 for s in ranked if s.line not in ran)

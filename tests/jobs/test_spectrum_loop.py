@@ -301,3 +301,27 @@ def test_a_slow_suite_is_traced_on_the_failing_tests_and_their_neighbours() -> N
     # the timeout is 8x the baseline.
     assert wb.spectrum_calls == [((T,), False, 360.0)]
     assert wb.spectrum_also == [(NAME,)]
+
+
+def test_tier0_ranks_its_edit_sites_by_the_same_traced_run() -> None:
+    # Issue #29: tier 0's static ranking cannot see visit_doctest (behind getattr); the traced run
+    # puts its condition first, so the boundary fix is among tier 0's first candidates.
+    from jobs.repair.tier0.templates import TemplateProposer
+
+    fixed = outcome([NAME, T], {})
+
+    def judge_fix(files: Mapping[str, str], select: Sequence[str] | None) -> TestOutcome:
+        return fixed if "node[1] >= 0" in files[CHECKER] else BASE
+
+    def tier0(config: LoopConfig) -> tuple[RepairResult, ProfilingWorkbench]:
+        clock = FakeClock()
+        wb = ProfilingWorkbench(FILES, profile=SPECTRUM, base=BASE, judge=judge_fix, clock=clock)
+        loop = RepairLoop(None, TemplateProposer(), wb, clock, config=config)
+        task = RepairTask(kind="ci", test_command="pytest")
+        return loop.run(task, Budget(iterations=1, executions=6), "0"), wb
+
+    result, wb = tier0(LoopConfig())
+    assert wb.spectrum_calls and result.trace.spectrum["suspects"][0]["ran"] == [[line(BUGGY.strip()), 1.0]]
+    assert result.fixed
+    off, wb_off = tier0(LoopConfig(spectrum=False))
+    assert wb_off.spectrum_calls == [] and not off.fixed

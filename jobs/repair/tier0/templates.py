@@ -1968,6 +1968,7 @@ class TemplateProposer:
             feedback=feedback,
             include_tests=include_tests,
             parse=ws.parsed,
+            call_path=request.call_path,
         )
         weights = {(s.path, s.line): s.weight for s in suspects}
         ctx = _Context(request, ws, table, weights, include_tests)
