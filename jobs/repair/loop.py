@@ -289,7 +289,7 @@ class RepairLoop:
         # Tier 0 ranks its edit sites by the same traced run (#29).
         loc = (
             localize(st, self.workbench, source, self.config, replay=self.spectrum_replay)
-            if cfg.k > 0 or not cfg.llm
+            if cfg.k > 0 or (not cfg.llm and self.config.tier0_spectrum)
             else None
         )
         spotted = (

@@ -325,3 +325,28 @@ def test_tier0_ranks_its_edit_sites_by_the_same_traced_run() -> None:
     assert result.fixed
     off, wb_off = tier0(LoopConfig(spectrum=False))
     assert wb_off.spectrum_calls == [] and not off.fixed
+
+
+def test_tier0_runs_on_after_the_first_plausible_candidate_and_the_rule_picks() -> None:
+    # Issue #29: plausible is not right. Two candidates pass every gate; the first one to pass no
+    # longer wins: a few more run, and the smallest change (fewest changed tokens) is returned.
+    wide = replace_proposal(CHECKER, BUGGY, "        if node[1] > -1:")
+    right = replace_proposal(CHECKER, BUGGY, "        if node[1] >= 0:")
+    fixed = outcome([NAME, T], {})
+
+    def judge_fix(files: Mapping[str, str], select: Sequence[str] | None) -> TestOutcome:
+        text = files[CHECKER]
+        return fixed if ("node[1] >= 0" in text or "node[1] > -1" in text) else BASE
+
+    def tier0(config: LoopConfig) -> RepairResult:
+        clock = FakeClock()
+        wb = ProfilingWorkbench(FILES, profile=SPECTRUM, base=BASE, judge=judge_fix, clock=clock)
+        loop = RepairLoop(None, ScriptedProposer([[NOOP, wide, right]]), wb, clock, config=config)  # type: ignore[list-item]
+        return loop.run(RepairTask(kind="ci", test_command="pytest"), Budget(iterations=1), "0")
+
+    result = tier0(LoopConfig())
+    assert result.fixed and "node[1] >= 0" in result.patch
+    assert [c.submittable for c in result.trace.rounds[0].candidates] == [False, True, True]
+    first_wins = tier0(LoopConfig(plausible_extra=0))
+    assert first_wins.fixed and "node[1] > -1" in first_wins.patch
+    assert len(first_wins.trace.rounds[0].candidates) == 2
