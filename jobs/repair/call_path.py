@@ -27,5 +27,17 @@ class CallPath:
         """True when the trace knows whether ``line`` ran on a failing path."""
         return self.complete or any(p == path and a <= line <= b for p, a, b in self.spans)
 
+    def header_score(self, path: str, line: int) -> float | None:
+        """The best score of the traced function whose header (``def`` line up to its first line
+        a failing test ran) holds ``line``; None when ``line`` is in no such header."""
+        ran = self.lines.get(path, {})
+        for p, first, last in self.spans:
+            if p != path or not first <= line <= last:
+                continue
+            body = [n for n in ran if first <= n <= last]
+            if body and line < min(body):
+                return max(ran[n] for n in body)
+        return None
+
 
 __all__ = ["CallPath"]

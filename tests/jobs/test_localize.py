@@ -430,6 +430,32 @@ def test_the_call_path_ranks_by_ochiai_with_frames_as_priors() -> None:
     path = CallPath({"app.py": {8: 1.0, 10: 0.5, 13: 1.0}}, (("app.py", fn.start_line, fn.end_line),), False)
     ranked = localize([failure], table, call_path=path)
     assert [s.line for s in ranked[:3]] == [13, 8, 10]  # 13 and 8 tie on Ochiai; 13's frame decides
-    ran = {s.line for s in ranked if s.path == "app.py" and fn.start_line <= s.line <= fn.end_line}
-    assert ran == {8, 10, 13}  # the function's other lines did not run on the failing path
-    assert all(s.weight < 0.5 for s in ranked if s.line not in ran)
+    ran = {s.line for s in ranked if s.path == "app.py" and 8 <= s.line <= fn.end_line}
+    assert ran == {8, 10, 13}  # the function's other body lines did not run on the failing path
+    # ...its header (before the first line that ran) stays, below the lines that ran.
+    assert all(s.weight < 1.0 for s in ranked if s.line not in ran)
+
+
+def test_a_traced_functions_signature_stays_a_suspect() -> None:
+    """A default is evaluated when the function is defined, not when the failing test calls it: the
+    trace never marks the ``def`` line, yet a wrong default is fixed there (``skip_header=False``)."""
+    from jobs.repair.call_path import CallPath
+
+    src = "def parse(text, skip_header=False):\n    rows = text.split()\n    return rows[1:] if skip_header else rows\n"
+    files = {
+        "csvfile.py": src,
+        "tests/test_csv.py": "from csvfile import parse\n\n\ndef test_p():\n    assert parse('h a') == ['a']\n",
+    }
+    table = SymbolTable.build(DictSource(files))
+    failure = Failure(
+        "tests/test_csv.py::test_p",
+        "AssertionError",
+        "assert ['h', 'a'] == ['a']",
+        path="tests/test_csv.py",
+        line=5,
+        frames=(Frame("tests/test_csv.py", 5, "test_p"),),
+    )
+    path = CallPath({"csvfile.py": {2: 1.0, 3: 1.0}}, (("csvfile.py", 1, 3),), True)
+    ranked = localize([failure], table, call_path=path)
+    assert {s.line for s in ranked if s.path == "csvfile.py"} == {1, 2, 3}
+    assert _weight(ranked, "csvfile.py", 1) <= _weight(ranked, "csvfile.py", 2)

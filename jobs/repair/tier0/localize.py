@@ -26,7 +26,8 @@ With the source trees at hand (``parse``), control flow sharpens this:
 - With the failing tests' call path (one traced run, :class:`jobs.repair.call_path.CallPath`), the
   lines a failing test ran are ranked by their Ochiai score, the evidence above a prior that raises
   a line by at most :data:`PRIOR` of its score (issue #29); lines the trace shows no failing test
-  ran are dropped, and lines it cannot speak for (suspects past its record) keep
+  ran are dropped, except a traced function's header (its defaults ran when it was defined), and
+  lines it cannot speak for (suspects past its record) keep
   :data:`UNTRACED` of their normalised weight.
 - A ``timeout`` failure (a hang, with the frames of where the interruption caught it): the loop
   around the innermost frame that is in a loop is suspect as a whole, its assignments to the names
@@ -891,6 +892,12 @@ def _with_call_path(
                 fn = table.function_at(path, line)
                 info[key] = (score, "spectrum", fn.qualname if fn else "")
     for key, weight in totals.items():
-        if key not in out and not call_path.covers(*key):
+        if key in out:
+            continue
+        if not call_path.covers(*key):
             out[key] = UNTRACED * weight / strongest
+        elif (head := call_path.header_score(*key)) is not None:
+            # A signature line (defaults are evaluated at definition time, not by the call):
+            # the function ran, so its header is as suspect as its best line, scaled by the prior.
+            out[key] = head * weight / strongest
     return out
