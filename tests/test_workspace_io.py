@@ -70,7 +70,7 @@ ALLOWED: dict[str, str] = {
     "jobs/repair/threats.py::load_rules": "the patch threat rule table shipped with ARCS",
     "jobs/repair/prompts/__init__.py::load_prompt": "prompt files shipped with ARCS",
     "jobs/repair/tier0/formatters.py::_table": "the formatter table shipped with ARCS",
-    "jobs/repair/tier0/mutations.py::_load": "the mutation table shipped with ARCS",
+    "jobs/repair/tier0/mutations.py::_operator_table": "the operator table shipped with ARCS (operators.json)",
     "indexing/chunker.py::_query": "tree-sitter queries shipped with ARCS",
     "indexing/languages.py::_table": "the language table shipped with ARCS",
     # --- the kernel, and folders ARCS created outside every workspace

@@ -83,7 +83,27 @@ PACKAGES: tuple[Package, ...] = (
         pytest_args="-o addopts=",
     ),
 )
-BY_NAME = {p.name: p for p in PACKAGES}
+INJECTED: tuple[Package, ...] = (
+    # Hand-injected one-line bugs for tier 0 (issue #29, ``bench/outside/injected/``); not in
+    # PACKAGES so that ``build.py`` never seeds mutants of them.
+    Package(
+        "parse",
+        "1.20.2",
+        "b41d604d16503c79d81af5165155c0b20f6c8d6c559efa66b4b695c3e5a0a0ce",
+        {"parse.py": "tests"},
+    ),
+    Package(
+        "pathspec",
+        "0.12.1",
+        "a482d51503a1ab33b1c67a6c3813a26953dbdc71c31dacaef9a838c4e29f5712",
+        {
+            "pathspec/util.py": "tests",
+            "pathspec/pathspec.py": "tests",
+            "pathspec/patterns/gitwildmatch.py": "tests",
+        },
+    ),
+)
+BY_NAME = {p.name: p for p in (*PACKAGES, *INJECTED)}
 
 
 def _sha256(path: Path) -> str:

@@ -30,7 +30,8 @@ from bench.common import REPO_ROOT, init_git_repo
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 OUTSIDE_CASES_DIR = REPO_ROOT / "bench" / "outside" / "cases"
-CORPORA = {"ours": CASES_DIR, "outside": OUTSIDE_CASES_DIR}
+INJECTED_CASES_DIR = REPO_ROOT / "bench" / "outside" / "injected"
+CORPORA = {"ours": CASES_DIR, "outside": OUTSIDE_CASES_DIR, "injected": INJECTED_CASES_DIR}
 
 
 @dataclass(frozen=True)

@@ -183,6 +183,17 @@ def _plus_lines(diff: str) -> str:
     )
 
 
+def _is_known_fix(case: Case, diff: str) -> bool:
+    """``diff`` is the case's known fix: it restores the mutated line (outside corpora) or adds the
+    expected text (ours)."""
+    mutation = (case.source or {}).get("mutation") or {}
+    if mutation:
+        minus = [ln[1:] for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")]
+        plus = _plus_lines(diff).splitlines()
+        return minus == [mutation["mutated"]] and plus == [mutation["original"]]
+    return case.expected_contains in _plus_lines(diff)
+
+
 def _baseline_facts(trace: Trace) -> Record:
     base = trace.reproduction.baseline
     if base is None:
@@ -317,6 +328,12 @@ def summarize_run(case: Case, report: FixReport | None, wall_s: float, repo: Pat
         ),
         patch=result.patch,
     )
+    # Plausible is not right (#29): every candidate that passed every gate, and how many of them
+    # are the known fix (the mutation's original line restored, else the expected text added).
+    plausible = [c for c in trace.candidates if c.submittable and not c.duplicate_of]
+    record["plausible"] = len(plausible)
+    record["plausible_right"] = sum(1 for c in plausible if _is_known_fix(case, c.diff))
+    record["returned_right"] = bool(result.fixed and _is_known_fix(case, result.patch))
     if not result.fixed:
         record["why"] = _why_unfixed(case, trace, expected_ids)
     if result.verdict in RECHECKED_VERDICTS:
@@ -935,9 +952,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_one(args, budget)
 
     corpora = tuple(c.strip() for c in args.corpus.split(",") if c.strip())
-    unknown = [c for c in corpora if c not in ("ours", "outside")]
+    unknown = [c for c in corpora if c not in ("ours", "outside", "injected")]
     if unknown or not corpora:
-        p.error(f"unknown corpus {', '.join(unknown) or '(none)'}: use ours, outside")
+        p.error(f"unknown corpus {', '.join(unknown) or '(none)'}: use ours, outside, injected")
     cases = load_cases(args.cases, corpora)
 
     if args.check:

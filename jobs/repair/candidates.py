@@ -63,6 +63,7 @@ class Candidates:
         new = 0
         batch: list[Pending] = []
         halted = False
+        extra = -1  # candidates still to run after the first plausible one (-1: none passed yet)
         offset = len(record.candidates)
         for i, proposal in enumerate(proposals):
             cand, fb, fresh, applied = self._prepare(st, record, offset + i, proposal)
@@ -78,7 +79,12 @@ class Candidates:
                 for pending in batch:
                     fb = self._complete(st, record, pending, halted=halted)
                     feedbacks.append((-pending.cand.tests_passed, pending.order, fb))
-                    if pending.cand.submittable and not cfg.exhaust_round:
+                    if extra > 0:
+                        extra -= 1
+                    elif extra < 0 and pending.cand.submittable and not cfg.exhaust_round:
+                        # Plausible is not right (#29): a few more candidates, then the rule picks.
+                        extra = self.config.plausible_extra
+                    if extra == 0:
                         halted = True
                     if pending.first is not None:
                         self._count_hang(pending.first)

@@ -79,7 +79,8 @@ from jobs.repair.proposers.tooluse import RoleTools
 from jobs.repair.reproduce import Reproduction
 from jobs.repair.result import RepairResult, Verdict
 from jobs.repair.spec import RepairSpec
-from jobs.repair.spectrum_context import RecordedSpectrum, localize, spectrum_evidence
+from jobs.repair.spectrum import call_path
+from jobs.repair.spectrum_context import RECORDED, RecordedSpectrum, localize, spectrum_evidence
 from jobs.repair.state import RunState, Scored
 from jobs.repair.task import RepairTask
 from jobs.repair.testruns import TestRuns
@@ -285,9 +286,10 @@ class RepairLoop:
         # The functions the failing tests ran and the passing ones did not: one traced run per
         # repair (#15); later rounds reach the next-ranked suspects (the shown ones are skipped).
         t = self.clock.monotonic()
+        # Tier 0 ranks its edit sites by the same traced run (#29).
         loc = (
             localize(st, self.workbench, source, self.config, replay=self.spectrum_replay)
-            if cfg.llm and cfg.k > 0
+            if cfg.k > 0 or (not cfg.llm and self.config.tier0_spectrum)
             else None
         )
         spotted = (
@@ -300,7 +302,7 @@ class RepairLoop:
                 skip=st.search.shown.keys(),
                 covered=pinned,
             )
-            if loc is not None
+            if loc is not None and cfg.llm
             else []
         )
         if spent := self.clock.monotonic() - t:
@@ -383,6 +385,7 @@ class RepairLoop:
             n=cfg.candidates,
             tried=frozenset(st.search.tried),
             tools=tools,
+            call_path=call_path(loc, recorded=RECORDED) if not cfg.llm else None,
         )
         t = self.clock.monotonic()
         packed = pack_context(

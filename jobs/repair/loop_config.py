@@ -72,6 +72,13 @@ class LoopConfig:
     retrieves. Traces recorded before the spectrum existed replay with it off."""
     spectrum_chars: int = 12_000
     """Characters of spectrum evidence per round (a share of :attr:`evidence_chars`)."""
+    tier0_spectrum: bool = True
+    """Tier 0 ranks its edit sites by the same traced run (issue #29). Traces recorded before
+    replay with it off."""
+    plausible_extra: int = 4
+    """Tier 0 runs up to this many more candidates of the round after the first one that passes
+    every gate, and the selection rule (:func:`jobs.repair.select.select_best`) picks among the
+    plausible ones instead of the first (issue #29). Traces recorded before replay with 0."""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready mapping."""
@@ -103,6 +110,8 @@ class LoopConfig:
             "tool_result_chars": self.tool_result_chars,
             "spectrum": self.spectrum,
             "spectrum_chars": self.spectrum_chars,
+            "tier0_spectrum": self.tier0_spectrum,
+            "plausible_extra": self.plausible_extra,
         }
 
     @classmethod
@@ -143,6 +152,9 @@ class LoopConfig:
             # Traces recorded before the spectrum existed never traced the tests.
             spectrum=bool(data.get("spectrum", False)),
             spectrum_chars=int(data.get("spectrum_chars", default.spectrum_chars)),
+            # Traces recorded before #29: tier 0 never traced, and the first plausible candidate won.
+            tier0_spectrum=bool(data.get("tier0_spectrum", False)),
+            plausible_extra=int(data.get("plausible_extra", 0)),
         )
 
 

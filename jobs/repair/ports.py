@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from jobs.repair.budget import Budget
+from jobs.repair.call_path import CallPath
 from jobs.repair.llm import ToolResult, ToolSpec
 from jobs.repair.model import Evidence, Feedback, Proposal, Usage
 from jobs.repair.task import RepairTask
@@ -109,6 +110,8 @@ class ProposalRequest:
     tools: Tools | None = None
     """The round's active-retrieval tools (``open``, ``search``, ``symbol``, ``run_tests``) with
     their call limit and budget; None when the tier allows none (:mod:`jobs.repair.tools_session`)."""
+    call_path: CallPath | None = None
+    """The failing tests' call path (the run's one traced run, issue #29); None when not traced."""
 
 
 @runtime_checkable

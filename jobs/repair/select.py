@@ -26,16 +26,19 @@ class CandidateScore:
     order: int
     votes: int = 1
     targets_fixed: int = 0
+    changed_tokens: int = 0
+    """Tokens the diff removes plus adds (:func:`jobs.repair.state.changed_tokens`)."""
 
 
-def _rank(c: CandidateScore) -> tuple[int, int, int, int]:
-    return (-c.tests_passed, c.diff_lines, -c.votes, c.order)
+def _rank(c: CandidateScore) -> tuple[int, int, int, int, int]:
+    return (-c.tests_passed, c.diff_lines, c.changed_tokens, -c.votes, c.order)
 
 
 def select_best(candidates: Sequence[CandidateScore]) -> CandidateScore | None:
     """The best submittable candidate, or None when none is submittable.
 
-    Most tests passed, then smallest diff, then most agreement (how many candidates — of all,
+    The rule among plausible candidates (language-neutral, issue #29): most tests passed, then
+    smallest diff, then fewest changed tokens (the smallest semantic change), then most agreement (how many candidates — of all,
     submittable or not — produced the same patch key), then earliest in proposal order. The
     returned value has ``votes`` set.
     """

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from indexing.languages import is_test_path
+from jobs.repair.call_path import CallPath
 from jobs.repair.callees import block_end, enclosing_def
 from jobs.repair.ports import SourceView
 
@@ -105,6 +106,9 @@ class Suspect:
     """Passing tests that ran its best line."""
     lines: tuple[int, ...] = ()
     """Its lines with the best score (at most :data:`TOP_LINES`, ascending)."""
+    ran: tuple[tuple[int, float], ...] = ()
+    """Every line of it a failing test ran, with that line's Ochiai (ascending by line): tier 0 ranks
+    its edit sites by them (issue #29); its other lines did not run on a failing path."""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready mapping (the trace's record of the suspect)."""
@@ -117,6 +121,7 @@ class Suspect:
             "ef": self.ef,
             "ep": self.ep,
             "lines": list(self.lines),
+            **({"ran": [[line, score] for line, score in self.ran]} if self.ran else {}),
         }
 
     @classmethod
@@ -131,6 +136,7 @@ class Suspect:
             ef=int(data.get("ef", 0)),
             ep=int(data.get("ep", 0)),
             lines=tuple(int(n) for n in data.get("lines", ())),
+            ran=tuple((int(line), float(score)) for line, score in data.get("ran", ())),
         )
 
 
@@ -210,6 +216,7 @@ def suspects(spectrum: Spectrum, source: SourceView) -> tuple[Suspect, ...]:
                 ef=ef,
                 ep=ep,
                 lines=tuple(sorted(r[0] for r in top)[:TOP_LINES]),
+                ran=tuple((r[0], r[1]) for r in rows),
             )
             most_failing = max(r[2] for r in rows)
             passing_lines = sum(1 for r in rows if r[3] > 0)
@@ -261,6 +268,18 @@ class Localization:
         )
 
 
+def call_path(loc: Localization | None, *, recorded: int) -> CallPath | None:
+    """Tier 0's view of ``loc`` (None without suspects, or from a trace recorded before the suspects
+    kept their lines); ``recorded``: the most suspects a localization keeps (fewer: all were kept)."""
+    if loc is None or not loc.suspects or not any(s.ran for s in loc.suspects):
+        return None
+    lines: dict[str, dict[int, float]] = {}
+    for s in loc.suspects:
+        lines.setdefault(s.path, {}).update(s.ran)
+    spans = tuple((s.path, s.start, s.end) for s in loc.suspects if s.name != MODULE)
+    return CallPath(lines, spans, loc.complete and len(loc.suspects) < recorded)
+
+
 __all__ = [
     "MODULE",
     "TOP_LINES",
@@ -269,6 +288,7 @@ __all__ = [
     "Spectrum",
     "SpectrumScope",
     "Suspect",
+    "call_path",
     "ochiai",
     "suspects",
 ]

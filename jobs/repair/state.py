@@ -15,6 +15,8 @@ Also the test-id matching rules shared by the loop's modules.
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -194,6 +196,7 @@ class SearchState:
             submittable=cand.submittable,
             tests_passed=tests_passed,
             diff_lines=lines,
+            changed_tokens=changed_tokens(cand.diff) if cand.diff else 0,
             order=self.order,
             targets_fixed=targets_fixed,
         )
@@ -308,6 +311,28 @@ def normalized_size(diff: str) -> int:
     """Changed lines of ``diff`` after normalization (whitespace-only changes do not count):
     the diff size used by selection."""
     return sum(1 for line in normalize_patch(diff).splitlines() if line[:1] in "-+")
+
+
+_TOKEN = re.compile(r"\w+|[^\w\s]+")
+
+
+def changed_tokens(diff: str) -> int:
+    """Tokens (words and operator runs) a diff removes plus those it adds, matched per hunk (issue
+    #29): the smallest semantic change among plausible candidates is the one changing fewest
+    tokens (``<`` -> ``<=`` is 2, ``x`` -> ``x + 1`` is 2 added, ``a, b`` -> ``b, a`` is 4). Language-neutral."""
+    removed: list[str] = []
+    added: list[str] = []
+    for line in normalize_patch(diff).splitlines():
+        if line.startswith(("---", "+++")):
+            continue
+        if line[:1] == "-":
+            removed += _TOKEN.findall(line[1:])
+        elif line[:1] == "+":
+            added += _TOKEN.findall(line[1:])
+    same = sum(
+        b.size for b in difflib.SequenceMatcher(None, removed, added, autojunk=False).get_matching_blocks()
+    )
+    return len(removed) + len(added) - 2 * same
 
 
 def named_in(test_id: str, names: Sequence[str]) -> bool:

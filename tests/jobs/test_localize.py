@@ -406,3 +406,56 @@ def test_called_functions_rank_what_the_caller_observes() -> None:
     assert _weight(suspects, "app.py", 30) == pytest.approx(0.9)
     assert _weight(suspects, "app.py", 28) == pytest.approx(0.9 * UNOBSERVED)
     assert _weight(suspects, "app.py", 27) == pytest.approx(0.9 * UNOBSERVED)
+
+
+def test_the_call_path_ranks_by_ochiai_with_frames_as_priors() -> None:
+    """Issue #29: with the failing tests' traced lines, Ochiai ranks; the frames only break ties;
+    lines the trace shows no failing test ran are gone; lines it cannot speak for sink."""
+    from jobs.repair.call_path import CallPath
+
+    files = {"app.py": BOOKING, "tests/test_app.py": TEST_BOOKING}
+    table = SymbolTable.build(DictSource(files))
+    failure = Failure(
+        "tests/test_app.py::test_book",
+        "SoldOut",
+        "app.SoldOut: ada: 2",
+        path="app.py",
+        line=13,
+        frames=(Frame("tests/test_app.py", 5, "test_book"), Frame("app.py", 13, "book")),
+    )
+    static = localize([failure], table)
+    fn = table.function_at("app.py", 13)
+    assert fn is not None and _rank(static, "app.py", 13) == 0
+    # The trace: lines 8 and 13 ran only on the failing path (1.0), line 10 on passing paths too.
+    path = CallPath({"app.py": {8: 1.0, 10: 0.5, 13: 1.0}}, (("app.py", fn.start_line, fn.end_line),), False)
+    ranked = localize([failure], table, call_path=path)
+    assert [s.line for s in ranked[:3]] == [13, 8, 10]  # 13 and 8 tie on Ochiai; 13's frame decides
+    ran = {s.line for s in ranked if s.path == "app.py" and 8 <= s.line <= fn.end_line}
+    assert ran == {8, 10, 13}  # the function's other body lines did not run on the failing path
+    # ...its header (before the first line that ran) stays, below the lines that ran.
+    assert all(s.weight < 1.0 for s in ranked if s.line not in ran)
+
+
+def test_a_traced_functions_signature_stays_a_suspect() -> None:
+    """A default is evaluated when the function is defined, not when the failing test calls it: the
+    trace never marks the ``def`` line, yet a wrong default is fixed there (``skip_header=False``)."""
+    from jobs.repair.call_path import CallPath
+
+    src = "def parse(text, skip_header=False):\n    rows = text.split()\n    return rows[1:] if skip_header else rows\n"
+    files = {
+        "csvfile.py": src,
+        "tests/test_csv.py": "from csvfile import parse\n\n\ndef test_p():\n    assert parse('h a') == ['a']\n",
+    }
+    table = SymbolTable.build(DictSource(files))
+    failure = Failure(
+        "tests/test_csv.py::test_p",
+        "AssertionError",
+        "assert ['h', 'a'] == ['a']",
+        path="tests/test_csv.py",
+        line=5,
+        frames=(Frame("tests/test_csv.py", 5, "test_p"),),
+    )
+    path = CallPath({"csvfile.py": {2: 1.0, 3: 1.0}}, (("csvfile.py", 1, 3),), True)
+    ranked = localize([failure], table, call_path=path)
+    assert {s.line for s in ranked if s.path == "csvfile.py"} == {1, 2, 3}
+    assert _weight(ranked, "csvfile.py", 1) <= _weight(ranked, "csvfile.py", 2)

@@ -304,3 +304,66 @@ def test_swap_replacements_keep_the_table_order() -> None:
     table = swap_table("swap_comparison")[">"]
     assert [m.replacement for m in sorted(muts, key=lambda m: m.order)] == list(table)
     assert table[0] == ">="  # the boundary first: ``>`` -> ``>=`` is the classic off-by-one fix
+
+
+# --- the literature's patterns added for issue #29 ----------------------------------------------
+
+PATTERNS = """def date(tzm, tzh, parts, x):
+    offset = int(tzh) + int(tzm) * 60
+    pairs = sorted(parts, key=lambda a, b: a)
+    if isinstance(x, int) and isinstance(x, str):
+        return x.endswith('/')
+    return min(tzm, tzh)
+
+
+def same(a, b):
+    return a.startswith(b)
+"""
+
+
+def test_patterns_table_is_the_one_source() -> None:
+    # Every operator the table names has a reason and appears in every failure kind's order.
+    from jobs.repair.tier0.mutations import operator_order, pattern_reason
+
+    for op in OPERATORS:
+        assert pattern_reason(op)
+        for kind in ("default", "index", "arithmetic", "type"):
+            assert op in operator_order(kind)
+    assert swap_table("call_target")["min"] == ("max",)
+
+
+def test_swap_variables_in_the_smallest_expression() -> None:
+    muts = _muts("p.py", PATTERNS, [2])
+    assert _has(muts, "swap_variables", "int(tzh) + int(tzm) * 60", "int(tzm) + int(tzh) * 60")
+    # Not once more for each enclosing expression.
+    assert sum(m.operator == "swap_variables" for m in muts) == 1
+
+
+def test_swapped_lambda_parameters() -> None:
+    muts = _muts("p.py", PATTERNS, [3])
+    assert _has(muts, "swap_arguments", "a, b", "b, a")
+
+
+def test_clause_removed_or_negated() -> None:
+    muts = _muts("p.py", PATTERNS, [4])
+    whole = "isinstance(x, int) and isinstance(x, str)"
+    assert _has(muts, "mutate_clause", whole, "isinstance(x, int)")
+    assert _has(muts, "mutate_clause", whole, "isinstance(x, str)")
+    assert _has(muts, "mutate_clause", "isinstance(x, str)", "not isinstance(x, str)")
+
+
+def test_call_target_and_return_predicate() -> None:
+    muts = _muts("p.py", PATTERNS, [5, 6, 10])
+    assert _has(muts, "call_target", "endswith", "startswith")
+    assert _has(muts, "call_target", "min", "max")
+    assert _has(muts, "mutate_return", "x.endswith('/')", "not x.endswith('/')")
+    assert _has(muts, "mutate_return", "a.startswith(b)", "not a.startswith(b)")
+    # min(...) is no predicate: its return is not negated.
+    assert not any(m.operator == "mutate_return" and m.line == 6 for m in muts)
+
+
+def test_call_target_javascript() -> None:
+    js = "function f(s, t) {\n  return Math.max(s.startsWith(t), 0);\n}\n"
+    muts = _muts("a.js", js, [2])
+    assert _has(muts, "call_target", "max", "min")
+    assert _has(muts, "call_target", "startsWith", "endsWith")

@@ -142,3 +142,24 @@ def test_best_so_far_is_monotone_over_random_runs(seed: int) -> None:
         top = max((c.submittable, c.tests_passed) for c in seq)
         assert best is not None and (best.submittable, best.tests_passed) == top
         assert best.order == min(c.order for c in seq if (c.submittable, c.tests_passed) == top)
+
+
+def test_fewest_changed_tokens_break_a_tie_in_lines_before_votes_and_order() -> None:
+    # Issue #29: among plausible one-line patches, the smallest semantic change wins.
+    a = replace(cand("a", lines=2, order=0), changed_tokens=4)
+    b = replace(cand("b", lines=2, order=1), changed_tokens=2)
+    c = replace(cand("a", lines=2, order=2, ok=False), changed_tokens=4)  # a vote for "a"
+    best = select_best([a, b, c])
+    assert best is not None and best.key == "b"
+
+
+def test_changed_tokens_of_a_diff() -> None:
+    from jobs.repair.state import changed_tokens
+
+    def diff(old: str, new: str) -> str:
+        return f"--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-{old}\n+{new}\n"
+
+    assert changed_tokens(diff("    if a < b:", "    if a <= b:")) == 2
+    assert changed_tokens(diff("    return x // 10", "    return x % 100")) == 4
+    assert changed_tokens(diff("    f(a, b)", "    f(b, a)")) == 4  # a swap moves two tokens
+    assert changed_tokens(diff("    H += 12", "    H -= 12")) == 2

@@ -301,3 +301,52 @@ def test_a_slow_suite_is_traced_on_the_failing_tests_and_their_neighbours() -> N
     # the timeout is 8x the baseline.
     assert wb.spectrum_calls == [((T,), False, 360.0)]
     assert wb.spectrum_also == [(NAME,)]
+
+
+def test_tier0_ranks_its_edit_sites_by_the_same_traced_run() -> None:
+    # Issue #29: tier 0's static ranking cannot see visit_doctest (behind getattr); the traced run
+    # puts its condition first, so the boundary fix is among tier 0's first candidates.
+    from jobs.repair.tier0.templates import TemplateProposer
+
+    fixed = outcome([NAME, T], {})
+
+    def judge_fix(files: Mapping[str, str], select: Sequence[str] | None) -> TestOutcome:
+        return fixed if "node[1] >= 0" in files[CHECKER] else BASE
+
+    def tier0(config: LoopConfig) -> tuple[RepairResult, ProfilingWorkbench]:
+        clock = FakeClock()
+        wb = ProfilingWorkbench(FILES, profile=SPECTRUM, base=BASE, judge=judge_fix, clock=clock)
+        loop = RepairLoop(None, TemplateProposer(), wb, clock, config=config)
+        task = RepairTask(kind="ci", test_command="pytest")
+        return loop.run(task, Budget(iterations=1, executions=6), "0"), wb
+
+    result, wb = tier0(LoopConfig())
+    assert wb.spectrum_calls and result.trace.spectrum["suspects"][0]["ran"] == [[line(BUGGY.strip()), 1.0]]
+    assert result.fixed
+    off, wb_off = tier0(LoopConfig(spectrum=False))
+    assert wb_off.spectrum_calls == [] and not off.fixed
+
+
+def test_tier0_runs_on_after_the_first_plausible_candidate_and_the_rule_picks() -> None:
+    # Issue #29: plausible is not right. Two candidates pass every gate; the first one to pass no
+    # longer wins: a few more run, and the smallest change (fewest changed tokens) is returned.
+    wide = replace_proposal(CHECKER, BUGGY, "        if node[1] > -1:")
+    right = replace_proposal(CHECKER, BUGGY, "        if node[1] >= 0:")
+    fixed = outcome([NAME, T], {})
+
+    def judge_fix(files: Mapping[str, str], select: Sequence[str] | None) -> TestOutcome:
+        text = files[CHECKER]
+        return fixed if ("node[1] >= 0" in text or "node[1] > -1" in text) else BASE
+
+    def tier0(config: LoopConfig) -> RepairResult:
+        clock = FakeClock()
+        wb = ProfilingWorkbench(FILES, profile=SPECTRUM, base=BASE, judge=judge_fix, clock=clock)
+        loop = RepairLoop(None, ScriptedProposer([[NOOP, wide, right]]), wb, clock, config=config)  # type: ignore[list-item]
+        return loop.run(RepairTask(kind="ci", test_command="pytest"), Budget(iterations=1), "0")
+
+    result = tier0(LoopConfig())
+    assert result.fixed and "node[1] >= 0" in result.patch
+    assert [c.submittable for c in result.trace.rounds[0].candidates] == [False, True, True]
+    first_wins = tier0(LoopConfig(plausible_extra=0))
+    assert first_wins.fixed and "node[1] > -1" in first_wins.patch
+    assert len(first_wins.trace.rounds[0].candidates) == 2

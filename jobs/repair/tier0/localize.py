@@ -23,6 +23,12 @@ With the source trees at hand (``parse``), control flow sharpens this:
 - In a function reached by a call (the code under test of a failing assertion), the lines the caller
   can observe (return values, conditions, stores, effects and the local values flowing into them)
   rank above the rest (logging, dead locals).
+- With the failing tests' call path (one traced run, :class:`jobs.repair.call_path.CallPath`), the
+  lines a failing test ran are ranked by their Ochiai score, the evidence above a prior that raises
+  a line by at most :data:`PRIOR` of its score (issue #29); lines the trace shows no failing test
+  ran are dropped, except a traced function's header (its defaults ran when it was defined), and
+  lines it cannot speak for (suspects past its record) keep
+  :data:`UNTRACED` of their normalised weight.
 - A ``timeout`` failure (a hang, with the frames of where the interruption caught it): the loop
   around the innermost frame that is in a loop is suspect as a whole, its assignments to the names
   of its own condition first.
@@ -39,6 +45,7 @@ from dataclasses import dataclass, field
 import tree_sitter as ts
 
 from indexing.languages import is_test_path
+from jobs.repair.call_path import CallPath
 from jobs.repair.model import Failure, Frame
 from jobs.repair.tier0.mutations import message_call
 from jobs.repair.tier0.symbols import (
@@ -80,6 +87,12 @@ GUARD_DECAY = 0.9
 """Each further guard of the raise counts this much less."""
 UNOBSERVED = 0.8
 """Lines of a called function that its caller cannot observe (logging, dead locals)."""
+
+PRIOR = 0.5
+"""With a call path: a line's static weight (frames, callees, hints, the change signal), as a share
+of the strongest one, raises its Ochiai score by up to this factor (``ochiai * (1 + PRIOR * w)``)."""
+UNTRACED = 0.3
+"""With a call path that does not cover a line: its normalised static weight counts this much."""
 
 Parse = Callable[[str], ParsedFile | None]
 """Path -> parsed file (None when unreadable or unsupported)."""
@@ -809,12 +822,14 @@ def localize(
     include_tests: bool = False,
     limit: int = 400,
     parse: Parse | None = None,
+    call_path: CallPath | None = None,
 ) -> list[Suspect]:
     """Rank repository lines by suspiciousness, best first (ties by path and line).
 
     ``feedback`` failures (observed on earlier candidates) count half; ``hints`` are (path, line)
     locations from logs. Test files are excluded unless ``include_tests``. With ``parse`` (path ->
-    parsed file), control flow refines the ranking (see the module docstring).
+    parsed file), control flow refines the ranking; with ``call_path`` (the failing tests' traced
+    lines) the Ochiai scores rank and the static weights are priors (see the module docstring).
     """
     flow = _Flow(parse)
     totals: dict[tuple[str, int], float] = {}
@@ -845,8 +860,44 @@ def localize(
                 if totals.get(k, 0.0) < w:
                     totals[k] = w
                     info[k] = (w, reason, function)
+    if call_path is not None:
+        totals = _with_call_path(totals, info, call_path, table, include_tests)
     ranked = sorted(totals.items(), key=lambda item: (-round(item[1], 6), item[0][0], item[0][1]))
     return [
         Suspect(path, line, round(weight, 6), info[(path, line)][2], info[(path, line)][1])
         for (path, line), weight in ranked[:limit]
     ]
+
+
+def _with_call_path(
+    totals: dict[tuple[str, int], float],
+    info: dict[tuple[str, int], tuple[float, str, str]],
+    call_path: CallPath,
+    table: SymbolTable,
+    include_tests: bool,
+) -> dict[tuple[str, int], float]:
+    """The static weights re-ranked by the traced run (see the module docstring); ``info`` gains the
+    ``spectrum`` reason for the lines only the trace names."""
+    strongest = max(totals.values(), default=0.0) or 1.0
+    out: dict[tuple[str, int], float] = {}
+    for path, lines in call_path.lines.items():
+        if path not in table.files or (is_test_path(path) and not include_tests):
+            continue
+        for line, score in lines.items():
+            if score <= 0:
+                continue
+            key = (path, line)
+            out[key] = score * (1.0 + PRIOR * totals.get(key, 0.0) / strongest)
+            if key not in info:
+                fn = table.function_at(path, line)
+                info[key] = (score, "spectrum", fn.qualname if fn else "")
+    for key, weight in totals.items():
+        if key in out:
+            continue
+        if not call_path.covers(*key):
+            out[key] = UNTRACED * weight / strongest
+        elif (head := call_path.header_score(*key)) is not None:
+            # A signature line (defaults are evaluated at definition time, not by the call):
+            # the function ran, so its header is as suspect as its best line, scaled by the prior.
+            out[key] = head * weight / strongest
+    return out

@@ -18,6 +18,14 @@ Operators (the ``operator`` of a mutation, used as the proposal's ``variant``):
 - ``swap_arguments``: swap two adjacent positional call arguments of the same apparent kind.
 - ``wrong_variable``: replace a local/parameter with another one in scope; ``self.a`` -> ``self.b``.
 - ``wrong_constant``: flip a boolean literal; replace a literal with a nearby one of the same kind.
+- ``mutate_clause``: drop one clause of an ``and``/``or`` (``&&``/``||``), or negate one clause.
+- ``call_target``: call the sibling function (``min``/``max``, ``startswith``/``endswith``, ...).
+- ``swap_variables``: swap two variables of the smallest expression holding both; swapped lambda
+  parameters are a ``swap_arguments``.
+- ``mutate_return``: return the negation of a predicate (``return p(x)`` -> ``return not p(x)``).
+
+``operators.json`` is the one table of these patterns: names, why each is plausible, their order per
+failure kind, the swap tables and the per-language node types.
 
 Each mutation also says where it sits (:attr:`Mutation.context`): in code, in text built by string
 interpolation/formatting, or in a *message* (the arguments of a raise/throw/panic, of an exception
@@ -35,6 +43,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import tree_sitter as ts
 
@@ -48,18 +57,18 @@ from jobs.repair.tier0.symbols import (
     similarity,
 )
 
-OPERATORS = (
-    "swap_comparison",
-    "swap_arithmetic",
-    "swap_boolean",
-    "negate_condition",
-    "off_by_one",
-    "swap_arguments",
-    "wrong_variable",
-    "wrong_constant",
-)
-
 _DATA = Path(__file__).with_name("operators.json")
+
+
+@cache
+def _operator_table() -> dict[str, Any]:
+    """The operator table shipped with ARCS (``operators.json``), read once."""
+    data: dict[str, Any] = json.loads(_DATA.read_text(encoding="utf-8"))
+    return data
+
+
+OPERATORS: tuple[str, ...] = tuple(_operator_table()["patterns"])
+"""Every mutation operator, in ``operators.json``'s ``patterns`` order (the ``operator`` of a mutation)."""
 UNUSED = "unused variable"
 """``Mutation.note`` of a wrong-variable mutation that puts a never-read variable to use."""
 CODE = ""
@@ -196,11 +205,13 @@ class LanguageConfig:
     receiver: str
     negate: str
     negate_compound: str
+    lambdas: frozenset[str]
+    returns: frozenset[str]
 
 
 @cache
 def _load() -> tuple[dict[str, dict[str, tuple[str, ...]]], dict[str, LanguageConfig]]:
-    data = json.loads(_DATA.read_text(encoding="utf-8"))
+    data = _operator_table()
     swaps = {
         operator: {op: tuple(repl) for op, repl in table.items()} for operator, table in data["swaps"].items()
     }
@@ -228,6 +239,8 @@ def _load() -> tuple[dict[str, dict[str, tuple[str, ...]]], dict[str, LanguageCo
             receiver=raw["receiver"],
             negate=raw["negate"],
             negate_compound=raw["negate_compound"],
+            lambdas=frozenset(raw.get("lambdas", ())),
+            returns=frozenset(raw.get("returns", ())),
         )
     return swaps, configs
 
@@ -242,6 +255,25 @@ def swap_table(operator: str) -> dict[str, tuple[str, ...]]:
     """Operator spelling -> replacements, for one swap operator class."""
     swaps, _ = _load()
     return swaps.get(operator, {})
+
+
+@cache
+def _patterns() -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
+    data = _operator_table()
+    return dict(data["patterns"]), {k: tuple(v) for k, v in data["order"].items()}
+
+
+def pattern_reason(operator: str) -> str:
+    """Why a mutation by ``operator`` is a plausible fix (``operators.json`` ``patterns``)."""
+    return _patterns()[0].get(operator, "")
+
+
+def operator_order(kind: str) -> tuple[str, ...]:
+    """Operators most plausible first for a failure ``kind`` (``default``, ``index``, ``arithmetic``,
+    ``type``); operators a kind does not list come last, in :data:`OPERATORS` order."""
+    orders = _patterns()[1]
+    listed = orders.get(kind, orders["default"])
+    return (*listed, *(op for op in OPERATORS if op not in listed))
 
 
 @dataclass(frozen=True, slots=True)
@@ -469,6 +501,16 @@ def _node_mutations(node: ts.Node, ctx: _Context) -> Iterator[Mutation]:
         yield from _wrong_field(node, ctx)
     if t in _ASSIGNMENT_TYPES:
         yield from _loop_progress(node, ctx)
+    if t in cfg.binary:
+        yield from _clause(node, ctx)
+        yield from _swap_variables(node, ctx)
+    if t in cfg.calls:
+        yield from _call_target(node, ctx)
+        yield from _swap_variables(node, ctx)
+    if t in cfg.lambdas:
+        yield from _lambda_parameters(node, ctx)
+    if t in cfg.returns:
+        yield from _return(node, ctx)
 
 
 # --- operator swaps -----------------------------------------------------------------------------
@@ -875,6 +917,164 @@ def _constant(node: ts.Node, ctx: _Context) -> Iterator[Mutation]:
             break
     for other in picks:
         yield _mk(ctx, "wrong_constant", node, node, other, kind)
+
+
+# --- clauses, call targets, swapped variables, returns (issue #29) ------------------------------
+
+_BOOLEAN_OPS = frozenset({"and", "or", "&&", "||"})
+_PREDICATE = re.compile(
+    r"^(?:is|has|can|should|startswith|endswith|startsWith|endsWith|Has|Is|exists|contains|any|all|isinstance|callable|match|fullmatch|search)",
+    re.IGNORECASE,
+)
+
+
+def _negated(node: ts.Node, ctx: _Context) -> str:
+    text = ctx.pf.node_text(node)
+    simple = node.type in _SIMPLE or node.type in ctx.cfg.calls
+    return (ctx.cfg.negate if simple else ctx.cfg.negate_compound).format(text)
+
+
+def _clause(node: ts.Node, ctx: _Context) -> Iterator[Mutation]:
+    """``a and b`` -> ``a`` / ``b`` (a clause too many) and ``not a and b`` / ``a and not b``."""
+    tokens = _operator_tokens(node)
+    if len(tokens) != 1 or " ".join(ctx.pf.node_text(tokens[0]).split()) not in _BOOLEAN_OPS:
+        return
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    if left is None or right is None:
+        return
+    for keep in (left, right):
+        yield _mk(ctx, "mutate_clause", tokens[0], node, ctx.pf.node_text(keep), "remove clause")
+    for clause in (left, right):
+        if _negation_operand(clause, ctx) is None and clause.type not in ctx.cfg.binary:
+            yield _mk(ctx, "mutate_clause", clause, clause, _negated(clause, ctx), "negate clause")
+
+
+def _call_target(node: ts.Node, ctx: _Context) -> Iterator[Mutation]:
+    """``min(...)`` -> ``max(...)``: the sibling function from the ``call_target`` table."""
+    name, _ = callee_name(node, ctx.pf)
+    replacements = swap_table("call_target").get(name)
+    if not replacements:
+        return
+    target = node.child_by_field_name("function") or node
+    if target.type not in ctx.cfg.identifier and node.type != "method_invocation":
+        for field in ("attribute", "property", "field", "name"):
+            sub = target.child_by_field_name(field)
+            if sub is not None and ctx.pf.node_text(sub) == name:
+                target = sub
+                break
+    if node.type == "method_invocation":
+        target = node.child_by_field_name("name") or target
+    if ctx.pf.node_text(target) != name:
+        return
+    for order, repl in enumerate(replacements):
+        yield _mk(ctx, "call_target", target, target, repl, order=order)
+
+
+def _scope_names(node: ts.Node, ctx: _Context) -> set[str]:
+    fn = ctx.function_at(node.start_point.row + 1)
+    if fn is None:
+        return set()
+    line = node.start_point.row + 1
+    return {p.name for p in fn.params if p.name and p.name not in _RECEIVERS} | {
+        n for n, first in fn.locals if first < line
+    }
+
+
+def _reads_in(node: ts.Node, ctx: _Context, scope: set[str]) -> list[ts.Node]:
+    out: list[ts.Node] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type in ctx.cfg.identifier and ctx.pf.node_text(n) in scope and _is_read(n):
+            out.append(n)
+        elif n.type not in ctx.cfg.lambdas:
+            stack.extend(n.named_children)
+    return sorted(out, key=lambda n: n.start_byte)
+
+
+def _swap_variables(node: ts.Node, ctx: _Context) -> Iterator[Mutation]:
+    """Swap two variables read in ``node``, the smallest binary/call expression holding both."""
+    scope = _scope_names(node, ctx)
+    if len(scope) < 2:
+        return
+    reads = _reads_in(node, ctx, scope)
+    names = list(dict.fromkeys(ctx.pf.node_text(n) for n in reads))
+    if not 2 <= len(names) <= 4:
+        return
+    inner = [
+        c
+        for c in node.named_children
+        if c.type in ctx.cfg.binary or c.type in ctx.cfg.calls or c.named_children
+    ]
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            if any({a, b} <= {ctx.pf.node_text(n) for n in _reads_in(c, ctx, scope)} for c in inner):
+                continue  # a smaller expression holds both: swapped there
+            data = ctx.pf.data
+            parts: list[bytes] = []
+            at = node.start_byte
+            for n in reads:
+                text = ctx.pf.node_text(n)
+                if text not in (a, b):
+                    continue
+                parts += [data[at : n.start_byte], (b if text == a else a).encode()]
+                at = n.end_byte
+            parts.append(data[at : node.end_byte])
+            repl = b"".join(parts).decode("utf-8", "surrogatepass")
+            yield _mk(ctx, "swap_variables", node, node, repl, f"{a} <-> {b}")
+
+
+def _lambda_parameters(node: ts.Node, ctx: _Context) -> Iterator[Mutation]:
+    """``lambda a, b: ...`` -> ``lambda b, a: ...`` (the callback's arguments come the other way)."""
+    params = node.child_by_field_name("parameters") or next(
+        (
+            c
+            for c in node.named_children
+            if c.type
+            in (
+                "lambda_parameters",
+                "formal_parameters",
+                "parameters",
+                "inferred_parameters",
+                "closure_parameters",
+            )
+        ),
+        None,
+    )
+    if params is None:
+        return
+    simple = [c for c in params.named_children if c.type in ctx.cfg.identifier]
+    if len(simple) < 2 or len(simple) != len(params.named_children):
+        return
+    a, b = simple[0], simple[1]
+    between = ctx.pf.data[a.end_byte : b.start_byte].decode("utf-8", "surrogatepass")
+    yield Mutation(
+        operator="swap_arguments",
+        line=a.start_point.row + 1,
+        column=a.start_point.column,
+        start=a.start_byte,
+        end=b.end_byte,
+        replacement=f"{ctx.pf.node_text(b)}{between}{ctx.pf.node_text(a)}",
+        original=ctx.pf.data[a.start_byte : b.end_byte].decode("utf-8", "surrogatepass"),
+        note="lambda parameters",
+        context=mutation_context(ctx.pf, a),
+    )
+
+
+def _return(node: ts.Node, ctx: _Context) -> Iterator[Mutation]:
+    """``return p(x)`` -> ``return not p(x)`` for a predicate-looking call or name (comparisons and
+    boolean operators are mutated by the swaps)."""
+    value = next((c for c in node.named_children if c.type != "comment"), None)
+    if value is None or value.type in ctx.cfg.binary or _negation_operand(value, ctx) is not None:
+        return
+    if value.type in ctx.cfg.calls:
+        name, _ = callee_name(value, ctx.pf)
+    elif value.type in ctx.cfg.identifier or value.type in ("attribute", "member_expression", "field_access"):
+        name = ctx.pf.node_text(value).rsplit(".", 1)[-1]
+    else:
+        return
+    if _PREDICATE.match(name):
+        yield _mk(ctx, "mutate_return", value, value, _negated(value, ctx), "negate predicate")
 
 
 # --- where a mutation sits ---------------------------------------------------------------------

@@ -43,7 +43,16 @@ from jobs.repair.tier0.localize import (
     localize,
     raise_sites,
 )
-from jobs.repair.tier0.mutations import CODE, MESSAGE, TEXT, UNUSED, Mutation, mutate
+from jobs.repair.tier0.mutations import (
+    CODE,
+    MESSAGE,
+    TEXT,
+    UNUSED,
+    Mutation,
+    mutate,
+    operator_order,
+    pattern_reason,
+)
 from jobs.repair.tier0.symbols import (
     CALL_TYPES,
     FileSymbols,
@@ -68,7 +77,7 @@ MAX_MUTATED_LINES = 40
 MAX_SITES = 20
 
 # Template priors: lower first. Message-driven fixes are near-certain; mutations come after,
-# in an order that depends on the error (see _MUTATION_ORDER).
+# in an order that depends on the error (operators.json "order").
 PRIOR_HINTED = 0
 PRIOR_EXACT = 1
 PRIOR_CLOSEST = 2
@@ -79,61 +88,6 @@ PRIOR_TEXT = 10
 BAND_MESSAGE = 1
 """Sort band of message mutations: after every other candidate."""
 _CONTEXTS = (CODE, TEXT, MESSAGE)
-
-_MUTATION_ORDER: dict[str, tuple[str, ...]] = {
-    "default": (
-        "swap_comparison",
-        "off_by_one",
-        "swap_arithmetic",
-        "negate_condition",
-        "swap_boolean",
-        "wrong_constant",
-        "swap_arguments",
-        "wrong_variable",
-    ),
-    "index": (
-        "off_by_one",
-        "swap_comparison",
-        "swap_arithmetic",
-        "negate_condition",
-        "wrong_variable",
-        "swap_arguments",
-        "wrong_constant",
-        "swap_boolean",
-    ),
-    "arithmetic": (
-        "swap_arithmetic",
-        "off_by_one",
-        "swap_comparison",
-        "wrong_variable",
-        "negate_condition",
-        "wrong_constant",
-        "swap_arguments",
-        "swap_boolean",
-    ),
-    "type": (
-        "wrong_variable",
-        "swap_arguments",
-        "negate_condition",
-        "wrong_constant",
-        "swap_comparison",
-        "off_by_one",
-        "swap_arithmetic",
-        "swap_boolean",
-    ),
-}
-
-_WHY: dict[str, str] = {
-    "swap_comparison": "a wrong comparison operator at a boundary is a classic cause",
-    "swap_arithmetic": "a wrong arithmetic operator would produce exactly this kind of wrong value",
-    "swap_boolean": "the boolean connective decides which cases take this path",
-    "negate_condition": "an inverted condition sends the failing case down the wrong branch",
-    "off_by_one": "an off-by-one bound or index is a classic cause",
-    "swap_arguments": "the two arguments have the same kind and may be passed in the wrong order",
-    "wrong_variable": "a similar variable in scope may have been meant here",
-    "wrong_constant": "another constant of the same kind is used nearby",
-}
-
 
 # ---------------------------------------------------------------------------------------------
 # Edits
@@ -803,12 +757,12 @@ def _mutation_order(failures: Sequence[Failure]) -> tuple[str, ...]:
     for f in failures:
         text = f"{f.type} {f.message}"
         if re.search(r"IndexError|index out of range|out of bounds|RangeError", text):
-            return _MUTATION_ORDER["index"]
+            return operator_order("index")
         if re.search(r"ZeroDivision|divide by zero", text):
-            return _MUTATION_ORDER["arithmetic"]
+            return operator_order("arithmetic")
         if re.search(r"TypeError|AttributeError|KeyError|NameError|ReferenceError", text):
-            return _MUTATION_ORDER["type"]
-    return _MUTATION_ORDER["default"]
+            return operator_order("type")
+    return operator_order("default")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1935,7 +1889,7 @@ def _mutation_candidates(
         )
         for m in muts[:MAX_MUTATIONS_PER_LINE]:
             where = f"`{s.path}:{m.line}`" + (f" (`{s.function}`)" if s.function else "")
-            reason = _WHY[m.operator]
+            reason = pattern_reason(m.operator)
             if m.note == UNUSED:
                 reason = f"`{m.replacement}` is in scope but never read, a sign it was meant to be used"
             if head is not None:
@@ -2014,6 +1968,7 @@ class TemplateProposer:
             feedback=feedback,
             include_tests=include_tests,
             parse=ws.parsed,
+            call_path=request.call_path,
         )
         weights = {(s.path, s.line): s.weight for s in suspects}
         ctx = _Context(request, ws, table, weights, include_tests)
