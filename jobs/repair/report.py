@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from jobs.repair.budget import Budget, Spend
+from jobs.repair.depupdate.record import DependencyUpdate
 from jobs.repair.flaky import MAX_OBSERVATIONS, Observation, observations
 from jobs.repair.trace_read import (
     Commands,
@@ -305,6 +306,9 @@ class RepairReport:
     test_runs: tuple[Observation, ...] = ()
     """The failing tests' outcomes in this attempt's runs (:func:`jobs.repair.flaky.observations`),
     recorded in the repository's test history after the attempt."""
+    dependency: DependencyUpdate | None = None
+    """A dependency update in the change (#27): the bumps and the section the messages append
+    (None: no bump, or a report from before #27)."""
     v: int = REPORT_VERSION
 
     # -- building -------------------------------------------------------------------------------
@@ -469,6 +473,7 @@ class RepairReport:
             "on_no_fix": self.on_no_fix,
             "revert_skipped": self.revert_skipped,
             "test_runs": [o.to_json() for o in self.test_runs],
+            "dependency": None if self.dependency is None else self.dependency.to_json(),
         }
 
     @classmethod
@@ -540,6 +545,7 @@ class RepairReport:
             on_no_fix=text(data.get("on_no_fix"), 20),
             revert_skipped=text(data.get("revert_skipped"), 500),
             test_runs=_observations(data.get("test_runs")),
+            dependency=DependencyUpdate.read(data.get("dependency")),
             v=version,
             **common,
         )
