@@ -38,7 +38,10 @@ def distfetch_port(cache_dir: Path, index_url: str = DEFAULT_INDEX) -> Fetch:
     under ``cache_dir``)."""
 
     def fetch_root(ecosystem: str, package: str, version: str) -> Path:
-        return fetch(ecosystem, package, version, cache_dir=cache_dir, index_url=index_url).root
+        try:
+            return fetch(ecosystem, package, version, cache_dir=cache_dir, index_url=index_url).root
+        except OSError as exc:  # a download or unpack that broke off: a note, never a failed repair
+            raise FetchError(f"{package} {version}: fetch failed ({type(exc).__name__})") from exc
 
     return fetch_root
 
