@@ -71,6 +71,7 @@ if TYPE_CHECKING:
 
     from indexing.retriever import Retriever
     from jobs.ports import IndexPort
+    from jobs.test_history import HistoryStore
 
 log = structlog.get_logger("arcs.engine")
 
@@ -140,6 +141,8 @@ class EnginePorts:
     interrupt: Interrupt | None = None
     index: IndexOpener | None = None
     fetch: Fetch | None = None
+    history: HistoryStore | None = None
+    """The repository's test history (#26): the failing targets' flake rate for the culprit bisect."""
     """Unpacks a dependency's version (#27; None: download from the index into the cache)."""
 
 
@@ -342,7 +345,13 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
         # sandbox; their runs and autofix's count in Budget.executions.
         first = repair.first
         change = after_loop(
-            plan, result, workbench, repo, extra_runs=first.outside_runs, early=first.early_found
+            plan,
+            result,
+            workbench,
+            repo,
+            extra_runs=first.outside_runs,
+            early=first.early_found,
+            flake_rate=flake_rate(ports.history, plan.repo, result.trace.reproduction.targets),
         )
         result = change.apply(result, plan.budget)
         dependency = None
@@ -385,6 +394,15 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
         plan=plan,
         dependency=dependency,
     )
+
+
+def flake_rate(history: HistoryStore | None, repo: str, targets: list[str] | tuple[str, ...]) -> float:
+    """The highest measured flake rate of the failing ``targets`` (0: no history, none flaky)."""
+    if history is None or not targets:
+        return 0.0
+    from jobs.test_history import verdicts
+
+    return max((v.flake_rate for v in verdicts(history, repo, targets).values() if v.flaky), default=0.0)
 
 
 def _task(plan: RepairPlan, command: str) -> RepairTask:

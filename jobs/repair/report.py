@@ -90,6 +90,8 @@ class Culprit:
     """``bisect`` (located by test runs in the sandbox) or ``single_commit`` (the only one)."""
     runs: int = 0
     """Test runs the bisection spent (0 for a single commit)."""
+    probability: float | None = None
+    """A flake-aware bisection (#26): the culprit's posterior probability (None: one-run probes)."""
 
     @property
     def short(self) -> str:
@@ -104,6 +106,7 @@ class Culprit:
             "author": self.author,
             "found_by": self.found_by,
             "runs": self.runs,
+            **({"probability": self.probability} if self.probability is not None else {}),
         }
 
     @classmethod
@@ -120,7 +123,13 @@ class Culprit:
             author=text(d.get("author"), 200),
             found_by=found_by if found_by in CULPRIT_FOUND_BY else "single_commit",
             runs=max(integer(d.get("runs")) or 0, 0),
+            probability=_probability(d.get("probability")),
         )
+
+
+def _probability(value: object) -> float | None:
+    p = number(value)
+    return p if p is not None and 0.0 <= p <= 1.0 else None
 
 
 @dataclass(frozen=True, slots=True)
