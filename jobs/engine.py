@@ -59,6 +59,7 @@ from jobs.repair.task import RepairTask, sanitize_untrusted
 from jobs.repair.tiers import TierUnavailable, resolve_tiers
 from jobs.repair.trace import dump_trace
 from jobs.sandbox_workbench import SystemClock
+from jobs.test_history import HistoryStore, flake_rate
 from jobs.wiring import DEFAULT_MODEL, DEFAULT_PARALLEL, LLMConfig, default_parallel
 from jobs.wiring import llm_config as read_llm_config
 from runners import wsfs
@@ -71,7 +72,6 @@ if TYPE_CHECKING:
 
     from indexing.retriever import Retriever
     from jobs.ports import IndexPort
-    from jobs.test_history import HistoryStore
 
 log = structlog.get_logger("arcs.engine")
 
@@ -396,15 +396,6 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
     )
 
 
-def flake_rate(history: HistoryStore | None, repo: str, targets: list[str] | tuple[str, ...]) -> float:
-    """The highest measured flake rate of the failing ``targets`` (0: no history, none flaky)."""
-    if history is None or not targets:
-        return 0.0
-    from jobs.test_history import verdicts
-
-    return max((v.flake_rate for v in verdicts(history, repo, targets).values() if v.flaky), default=0.0)
-
-
 def _task(plan: RepairPlan, command: str) -> RepairTask:
     """The task of ``plan``: an issue (its title and body, fenced) or a CI failure."""
     if plan.issue_text is not None:
@@ -482,6 +473,8 @@ class FixRepairService:
     executor: Executor | None = None
     index: IndexPort | None = None
     llm_config: LLMConfig | None = None
+    history: HistoryStore | None = None
+    """The repository's test history (#26): the culprit bisect reads the targets' flake rate."""
 
     def resolved_llm(self) -> LLMConfig:
         """``llm_config``, else :func:`jobs.wiring.llm_config` of the settings (resolved once)."""
@@ -528,6 +521,7 @@ class FixRepairService:
             progress=lambda message: log.info("repair.progress", message=message[:300]),
             interrupt=interrupt,
             index=index,
+            history=self.history,
         )
 
     def run(self, plan: RepairPlan, *, interrupt: Interrupt | None = None) -> RepairReport:
