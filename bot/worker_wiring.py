@@ -73,7 +73,7 @@ def default_wiring(settings: Settings, broker: dramatiq.Broker) -> DepsFactory:
         settings=settings,
         store=store,
         github=_github_factory(settings),
-        repair=FixRepairService(settings, index=index, llm_config=llm_config(settings)),
+        repair=FixRepairService(settings, index=index, llm_config=llm_config(settings), history=store),
         enqueue=enqueuer.enqueue,
         enqueue_later=enqueuer.enqueue_later,
         index=index,

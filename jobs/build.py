@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jobs.change_repair import ChangeFirst, change_aware
 from jobs.culprit import loop_budget
+from jobs.dependency_stage import DependencyStage
 from jobs.repair.budget import Budget
 from jobs.repair.llm import LLM
 from jobs.repair.loop import RepairLoop, RepairResult
@@ -27,6 +28,7 @@ from jobs.repair.loop_config import LoopConfig
 from jobs.repair.ports import Clock, Interrupt, Proposer
 from jobs.repair.spec import RepairSpec
 from jobs.repair.task import RepairTask
+from jobs.repair.tier0.depupdate_stage import DependencyUpdateProposer
 from jobs.repair.tiers import TierRequest
 from jobs.sandbox_workbench import SandboxWorkbench
 from runners.base import Runner
@@ -58,6 +60,8 @@ class RepairSetup:
     """Paths the source view (and so the recorded tree digest) leaves out: the index's exclusions."""
     toolchain: str = ""
     """One line naming the sandbox's toolchain (recorded with each verification)."""
+    dependencies: DependencyStage | None = None
+    """The dependency-update stage (#27): the engine's, prepared by fetching; replay's, recorded."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +92,8 @@ class Repair:
     """Tier 0's first offers: what they reserve, ran and found."""
     snapshot: str = ""
     """The index snapshot retrieval read ('' without retrieval)."""
+    migrations: DependencyUpdateProposer | None = None
+    """``dependency_updates: fix``: the proposer that offered the migrations (its ``offers``)."""
 
     @property
     def loop_budget(self) -> Budget:
@@ -97,6 +103,9 @@ class Repair:
 
     def run(self, task: RepairTask, tier: TierRequest) -> RepairResult:
         """Reproduce and repair ``task`` (the loop's raw result, with its trace)."""
+        deps = self.setup.dependencies
+        if deps is not None:  # the LLM tiers' section of what changed in the dependencies
+            task = deps.task(task, self.workbench.source())
         spec = RepairSpec(task=task, budget=self.loop_budget, tier=tier, loop=self.setup.loop)
         return self.loop.run(spec)
 
@@ -119,18 +128,30 @@ def build(setup: RepairSetup, ports: RepairPorts) -> Iterator[Repair]:
         )
         # Tier 0's first offers (#14): a formatter check's own fix, reverts of the change since
         # green; the early bisection runs in this workbench.
-        first = change_aware(
-            ports.proposer,
-            check=command.command,
-            changes=setup.changes,
-            repo=setup.repo,
-            runner=ports.runner,
-            workbench=workbench,
-            memory_mb=setup.memory_mb,
-            env=command.env,
-            setup=command.setup_shell,
-            max_runs=setup.budget.executions // 2,
+        deps = setup.dependencies
+        first = (
+            ChangeFirst(ports.proposer)
+            if deps is not None and deps.mode == "comment"
+            else change_aware(
+                ports.proposer,
+                check=command.command,
+                changes=setup.changes,
+                repo=setup.repo,
+                runner=ports.runner,
+                workbench=workbench,
+                memory_mb=setup.memory_mb,
+                env=command.env,
+                setup=command.setup_shell,
+                max_runs=setup.budget.executions // 2,
+            )
         )
+        migrations: DependencyUpdateProposer | None = None
+        if deps is not None:
+            # The migrations go first, before the change-first offers (#27); `comment` searches nothing.
+            asked = deps.proposer(first.proposer)
+            if isinstance(asked, DependencyUpdateProposer):
+                migrations = asked
+            first = replace(first, proposer=asked)
         retriever: Retriever | None = None
         snapshot = ""
         if ports.retrieval is not None:
@@ -146,7 +167,7 @@ def build(setup: RepairSetup, ports: RepairPorts) -> Iterator[Repair]:
             tool_replay=ports.recorded_tools,
             spectrum_replay=ports.recorded_spectrum,
         )
-        yield Repair(setup, loop, workbench, first, snapshot)
+        yield Repair(setup, loop, workbench, first, snapshot, migrations)
 
 
 __all__ = ["Repair", "RepairPorts", "RepairSetup", "Retrieval", "build"]

@@ -46,6 +46,8 @@ from runners import wsfs
 log = structlog.get_logger("arcs.culprit")
 
 BISECT_MAX_RUNS = 6
+NOISY_BISECT_MAX_RUNS = 20
+"""A flake-aware bisection repeats probes (#26): its own cap, still within the runs left."""
 """Sandboxed runs one bisection may make (enough for 64 commits)."""
 _MODE_EXEC = 0o100755
 _MODE_FILE = 0o100644
@@ -109,9 +111,11 @@ def after_loop(
     *,
     extra_runs: int = 0,
     early: BisectResult | None = None,
+    flake_rate: float = 0.0,
 ) -> ChangeOutcome:
     """The culprit and the revert (see the module docstring); never raises for git or test trouble.
-    ``early``: the bisection made before the loop (its runs are in ``extra_runs``)."""
+    ``early``: the bisection made before the loop (its runs are in ``extra_runs``). ``flake_rate``:
+    the failing targets' measured rate of false failures (#26; 0: one run per probe)."""
     changes = plan.changes
     notes = [plan.change_note] if plan.change_note else []
     wants_revert = plan.on_no_fix == "revert" and not result.fixed
@@ -134,11 +138,18 @@ def after_loop(
     if not reproduced:
         notes.append("culprit: not looked for (the failure did not reproduce)")
     else:
-        allowed = min(BISECT_MAX_RUNS, left - (1 if wants_revert else 0))
+        cap = NOISY_BISECT_MAX_RUNS if flake_rate > 0 else BISECT_MAX_RUNS
+        allowed = min(cap, left - (1 if wants_revert else 0))
         if plan.budget.wall_s - result.spend.wall_s < timeout:
             allowed = 0
         culprit = search.culprit(
-            changes, tuple(result.trace.reproduction.targets), allowed, notes, record, early=early
+            changes,
+            tuple(result.trace.reproduction.targets),
+            allowed,
+            notes,
+            record,
+            early=early,
+            flake_rate=flake_rate,
         )
     revert: RevertResult | None = None
     skipped = ""
@@ -188,6 +199,7 @@ def _culprit_of(found: BisectResult, changes: ChangeSet) -> Culprit | None:
         info.author if info is not None else "",
         found_by,
         found.runs,
+        found.probability,
     )
 
 
@@ -222,6 +234,7 @@ class _Search:
         record: dict[str, Any],
         *,
         early: BisectResult | None = None,
+        flake_rate: float = 0.0,
     ) -> Culprit | None:
         """The single commit, else ``early`` (a bisection made before the loop) or a bisection
         within ``allowed`` runs (lines in ``notes``)."""
@@ -234,7 +247,10 @@ class _Search:
             notes.append("culprit: no bisection (no test runs or time left in the budget)")
         elif len(commits) > 1:
             found = early or bisect(
-                [c.sha for c in commits], lambda sha: self.probe(sha, targets), budget=allowed
+                [c.sha for c in commits],
+                lambda sha: self.probe(sha, targets),
+                budget=allowed,
+                flake_rate=flake_rate if flake_rate > 0 else None,
             )
             record["bisect"] = found.to_json()
             culprit = _culprit_of(found, changes)
@@ -246,6 +262,8 @@ class _Search:
         if culprit is not None:
             record["culprit"] = culprit.to_json()
             how = f"bisected in {culprit.runs} run(s)" if culprit.found_by == "bisect" else "the only commit"
+            if culprit.probability is not None:
+                how += f", probability {culprit.probability:.2f} at flake rate {flake_rate:.2f}"
             named = changes.introduced_by(culprit.sha) or f"introduced by {culprit.short}"
             notes.append(f"culprit: {named} — {how}")
         return culprit
@@ -392,6 +410,7 @@ def judge(outcome: TestOutcome, targets: Sequence[str]) -> Outcome:
 
 __all__ = [
     "BISECT_MAX_RUNS",
+    "NOISY_BISECT_MAX_RUNS",
     "ChangeOutcome",
     "EarlyBisect",
     "after_loop",

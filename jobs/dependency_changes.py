@@ -11,6 +11,7 @@ declarations' exports (:mod:`jobs.repair.depupdate.npmapi`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from jobs.repair.changes import ChangeSet
@@ -27,19 +28,44 @@ MAX_MANIFEST_BYTES = 30_000_000
 """Lock files of large monorepos run to megabytes; larger ones are not read."""
 
 
-def what_changed(bump: Bump, *, cache_dir: Path, index_url: str = DEFAULT_INDEX) -> DependencyChange:
-    """The API difference and changelog of ``bump`` (with notes for what could not be known)."""
+Fetch = Callable[[str, str, str], Path]
+"""The fetch port: ``(ecosystem, package, version)`` -> the folder one version is unpacked in
+(raises :class:`FetchError`). Live: :func:`distfetch_port`; tests give a local one."""
+
+
+def distfetch_port(cache_dir: Path, index_url: str = DEFAULT_INDEX) -> Fetch:
+    """The live fetch port: :func:`runners.distfetch.fetch` (download and unpack only, cached
+    under ``cache_dir``)."""
+
+    def fetch_root(ecosystem: str, package: str, version: str) -> Path:
+        try:
+            return fetch(ecosystem, package, version, cache_dir=cache_dir, index_url=index_url).root
+        except OSError as exc:  # a download or unpack that broke off: a note, never a failed repair
+            raise FetchError(f"{package} {version}: fetch failed ({type(exc).__name__})") from exc
+
+    return fetch_root
+
+
+def what_changed(
+    bump: Bump,
+    *,
+    cache_dir: Path | None = None,
+    index_url: str = DEFAULT_INDEX,
+    fetch_root: Fetch | None = None,
+) -> DependencyChange:
+    """The API difference and changelog of ``bump`` (with notes for what could not be known).
+    The versions come from ``fetch_root`` (None: :func:`distfetch_port` on ``cache_dir``)."""
     if bump.ecosystem not in FETCHABLE:
         return DependencyChange(bump, notes=(f"{bump.ecosystem} packages are not fetched",))
     if not bump.old or not bump.new:
         return DependencyChange(bump, notes=("the package was added or removed, not bumped",))
+    if fetch_root is None:
+        if cache_dir is None:
+            raise ValueError("what_changed: a cache_dir or a fetch port is needed")
+        fetch_root = distfetch_port(cache_dir, index_url)
     try:
-        old = read_texts(
-            fetch(bump.ecosystem, bump.package, bump.old, cache_dir=cache_dir, index_url=index_url).root
-        )
-        new = read_texts(
-            fetch(bump.ecosystem, bump.package, bump.new, cache_dir=cache_dir, index_url=index_url).root
-        )
+        old = read_texts(fetch_root(bump.ecosystem, bump.package, bump.old))
+        new = read_texts(fetch_root(bump.ecosystem, bump.package, bump.new))
     except FetchError as exc:
         return DependencyChange(bump, notes=(str(exc),))
     sections = tuple(between(find_changelog(new), bump.old, bump.new))
@@ -64,4 +90,4 @@ def bump_notices(bumps: list[Bump]) -> list[str]:
     return [f"dependency update: {b.describe()}" for b in bumps]
 
 
-__all__ = ["FETCHABLE", "bump_notices", "checkout_bumps", "what_changed"]
+__all__ = ["FETCHABLE", "Fetch", "bump_notices", "checkout_bumps", "distfetch_port", "what_changed"]

@@ -32,6 +32,8 @@ import structlog
 from indexing.config import IndexConfig
 from jobs.build import RepairPorts, RepairSetup, Retrieval, build
 from jobs.culprit import ChangeOutcome, after_loop
+from jobs.dependency_changes import Fetch, distfetch_port
+from jobs.dependency_stage import TRACE_KEY, prepare
 from jobs.engine_ports import (
     IndexOpener,
     Progress,
@@ -46,6 +48,7 @@ from jobs.engine_ports import (
     worker_toolchains,
 )
 from jobs.plan import LLMRef, PlanDefaults, RepairPlan
+from jobs.repair.depupdate.record import DependencyUpdate
 from jobs.repair.diffing import parse_patch
 from jobs.repair.edits import EditError, apply_edits
 from jobs.repair.llm import LLM
@@ -56,6 +59,7 @@ from jobs.repair.task import RepairTask, sanitize_untrusted
 from jobs.repair.tiers import TierUnavailable, resolve_tiers
 from jobs.repair.trace import dump_trace
 from jobs.sandbox_workbench import SystemClock
+from jobs.test_history import HistoryStore, flake_rate
 from jobs.wiring import DEFAULT_MODEL, DEFAULT_PARALLEL, LLMConfig, default_parallel
 from jobs.wiring import llm_config as read_llm_config
 from runners import wsfs
@@ -103,6 +107,8 @@ class EngineConfig:
     runner: RunnerConfig = field(default_factory=RunnerConfig)
     traces_dir: Path | None = None
     """Where traces go when the plan names no folder (None: ``<index home>/traces``)."""
+    cache_dir: Path | None = None
+    """Where dependency distributions are unpacked (#27; None: ``<index home>/cache``)."""
 
     @classmethod
     def of(cls, settings: EngineSettings) -> EngineConfig:
@@ -111,6 +117,7 @@ class EngineConfig:
             index=settings.index_config(),
             runner=RunnerConfig.of(settings),
             traces_dir=settings.home / "traces",
+            cache_dir=settings.home / "cache",
         )
 
 
@@ -133,6 +140,10 @@ class EnginePorts:
     progress: Progress | None = None
     interrupt: Interrupt | None = None
     index: IndexOpener | None = None
+    fetch: Fetch | None = None
+    history: HistoryStore | None = None
+    """The repository's test history (#26): the failing targets' flake rate for the culprit bisect."""
+    """Unpacks a dependency's version (#27; None: download from the index into the cache)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +159,8 @@ class LoopRun:
     """The change since green (#14): its one-line range, the culprit, a verified revert."""
     plan: RepairPlan | None = None
     """The plan that ran (:func:`report_of` reads the CI context and the owner's cap from it)."""
+    dependency: DependencyUpdate | None = None
+    """The dependency update in the change (#27), for the report."""
 
 
 def split_issue(text: str) -> tuple[str, str]:
@@ -200,6 +213,7 @@ def report_of(done: LoopRun, plan: RepairPlan | None = None) -> RepairReport:
         revert=change.revert,
         on_no_fix="revert" if plan.revert_skipped else plan.on_no_fix,
         revert_skipped="" if result.fixed else (plan.revert_skipped or change.revert_skipped),
+        dependency=done.dependency,
     )
 
 
@@ -283,6 +297,9 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
         notify(message)
 
     retrieval = _retrieval(plan, ports, repo, any(t.k > 0 for t in tiers.tiers), note, notify)
+    # A dependency update (#27): both versions fetched on the host (unpacked, never built).
+    cache = config.cache_dir or config.index.index_dir.parent / "cache"
+    stage = prepare(plan.changes, repo, plan.dependency_updates, ports.fetch or distfetch_port(cache))
     setup = RepairSetup(
         repo=repo,
         command=resolved,
@@ -292,6 +309,7 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
         memory_mb=repo_config.memory_mb or 2048,
         exclude=tuple(config.index.exclude),
         toolchain=toolchain,
+        dependencies=stage,
     )
     wired = RepairPorts(
         runner=runner,
@@ -308,7 +326,7 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
         trace = result.trace
         trace.id = trace.id or f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
         trace.created = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
-        trace.notices.extend(notices)
+        trace.notices.extend(notices + (stage.notices() if stage is not None else []))
         changed = repair.first.notices(result, plan.changes)
         trace.notices.extend(changed)
         result = replace(result, notices=(*result.notices, *changed))
@@ -327,9 +345,22 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
         # sandbox; their runs and autofix's count in Budget.executions.
         first = repair.first
         change = after_loop(
-            plan, result, workbench, repo, extra_runs=first.outside_runs, early=first.early_found
+            plan,
+            result,
+            workbench,
+            repo,
+            extra_runs=first.outside_runs,
+            early=first.early_found,
+            flake_rate=flake_rate(ports.history, plan.repo, result.trace.reproduction.targets),
         )
         result = change.apply(result, plan.budget)
+        dependency = None
+        if stage is not None:  # replay reads the stage from here and fetches nothing
+            trace.repo[TRACE_KEY] = stage.to_json()
+            offers = repair.migrations.offers if repair.migrations is not None else ()
+            dependency = stage.report(
+                workbench.source(), fixed=result.fixed, edits=result.edits, offers=offers
+            )
 
     will_apply = plan.apply and (result.fixed or (plan.apply_partial and result.verdict == "partial"))
     if will_apply:
@@ -354,7 +385,15 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
                 exit_code=1,
             ) from exc
         applied = True
-    return LoopRun(result=result, trace_path=trace_path, applied=applied, repo=repo, change=change, plan=plan)
+    return LoopRun(
+        result=result,
+        trace_path=trace_path,
+        applied=applied,
+        repo=repo,
+        change=change,
+        plan=plan,
+        dependency=dependency,
+    )
 
 
 def _task(plan: RepairPlan, command: str) -> RepairTask:
@@ -434,6 +473,8 @@ class FixRepairService:
     executor: Executor | None = None
     index: IndexPort | None = None
     llm_config: LLMConfig | None = None
+    history: HistoryStore | None = None
+    """The repository's test history (#26): the culprit bisect reads the targets' flake rate."""
 
     def resolved_llm(self) -> LLMConfig:
         """``llm_config``, else :func:`jobs.wiring.llm_config` of the settings (resolved once)."""
@@ -480,6 +521,7 @@ class FixRepairService:
             progress=lambda message: log.info("repair.progress", message=message[:300]),
             interrupt=interrupt,
             index=index,
+            history=self.history,
         )
 
     def run(self, plan: RepairPlan, *, interrupt: Interrupt | None = None) -> RepairReport:

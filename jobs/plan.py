@@ -196,6 +196,8 @@ class RepairPlan:
     final verification. Only ever ``revert`` on the default branch (``.arcs.yml`` ``on_no_fix``)."""
     revert_skipped: str = ""
     """``.arcs.yml`` asks for ``revert`` but this run may not (not the default branch): why."""
+    dependency_updates: Literal["fix", "comment", "off"] = "fix"
+    """``.arcs.yml`` ``dependency_updates``: what a bump in :attr:`changes` gets (#27)."""
     test_command: str | None = None
     """The explicit test command (``--test``, the CI step's); None: ``.arcs.yml``, conventions."""
     budget: Budget = field(default_factory=Budget)
@@ -309,6 +311,7 @@ def plan_for(request: RepairRequest, config: ArcsConfig, defaults: PlanDefaults)
         change_note=request.change_note,
         on_no_fix=on_no_fix_for(request, config),
         revert_skipped=_revert_refused(request, config),
+        dependency_updates=config.dependency_updates,
         test_command=None if config.test else request.test_command,
         budget=capped_budget(own, request.usd_cap),
         budget_own=own,

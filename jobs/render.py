@@ -248,6 +248,8 @@ def pr_body(
         ]
         if diff:
             parts.append(_details("Diff", fenced(diff, "diff")))
+        if result.dependency.strip():  # rendered defused and fenced (jobs.render_depupdate)
+            parts.append(result.dependency.strip())
         parts += ["## Verification", verification_table(result), "## Cost", cost_table(result), "## Trace"]
         if trace_text:
             parts.append(_details("Repair trace", trace_text))
@@ -355,6 +357,8 @@ def check_run_output(
         summary = f"ARCS did not open a pull request: {defuse(_one_line(why, 2000))}"
         if result is not None and (notes := change_notes(result)):
             summary += f"\n\n{notes}"
+    if result is not None and result.dependency.strip():
+        summary += "\n\n" + result.dependency.strip()
     if result is not None and result.refused:
         summary += "\n\n" + refused_section(result)
     if result is not None and status == "completed":

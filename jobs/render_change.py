@@ -32,6 +32,8 @@ def culprit_line(culprit: Culprit) -> str:
     if culprit.found_by == "bisect":
         runs = culprit.runs
         how = f"found by bisect in {runs} run{'s' if runs != 1 else ''}"
+        if culprit.probability is not None:  # a flake-aware bisection (#26)
+            how = f"found by a flake-aware bisect in {runs} run{'s' if runs != 1 else ''} (probability {culprit.probability:.0%})"
     else:
         how = "the only commit since the last green run"
     return defuse(f"Introduced by {what}, {how}.")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from jobs.build import RepairPorts, RepairSetup, build
+from jobs.dependency_stage import TRACE_KEY, DependencyStage
 from jobs.engine import EngineSettings, Progress, RunnerConfig, make_runner
 from jobs.repair.budget import Budget
 from jobs.repair.loop import LoopConfig
@@ -108,6 +109,7 @@ def replay(
         budget=recorded.budget,
         loop=LoopConfig.from_json(recorded.config),
         changes=recorded.task.changes,
+        dependencies=DependencyStage.from_json(recorded.repo.get(TRACE_KEY)),
         memory_mb=base_config.memory_mb or 2048,
         exclude=tuple(settings.index_config().exclude),
         toolchain=describe_toolchain(runner, toolchains, base, image=runner_config.image),

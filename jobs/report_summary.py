@@ -88,6 +88,7 @@ def attempt_summary(
         on_no_fix=_recorded(r, "on_no_fix"),
         revert_sha=r.revert.sha if r.revert is not None and r.revert.files else "",
         revert_skipped=_recorded(r, "revert_skipped"),
+        dependency=r.dependency.markdown if r.dependency is not None else "",
         refused=threat_notices(r.notices),
         failure_spots=r.failures,
     )

@@ -109,6 +109,9 @@ class RepairSummary:
     """The culprit a verified revert pull request is (being) opened for ('' none)."""
     revert_skipped: str = ""
     """Under ``on_no_fix: revert``: why no revert was opened ('' when not recorded)."""
+    dependency: str = ""
+    """A dependency update's section (#27, ``jobs.render_depupdate.dependency_markdown``, already
+    defused and fenced): the check-run summary and the pull request body append it ('' none)."""
     failure_spots: tuple[FailureSpot, ...] = ()
     """Where the failing tests failed (repository files and lines; the check run annotates them)."""
     refused: tuple[str, ...] = ()

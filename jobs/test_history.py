@@ -106,6 +106,14 @@ def report_evidence(
     return evidence(found.values())
 
 
+def flake_rate(history: HistoryStore | None, repo: str, targets: Sequence[str]) -> float:
+    """The highest measured flake rate of the flaky ones among ``targets`` (0: no history, none
+    flaky): what the culprit bisect repeats its probes for (#26)."""
+    if history is None or not targets:
+        return 0.0
+    return max((v.flake_rate for v in verdicts(history, repo, targets).values() if v.flaky), default=0.0)
+
+
 def known_flaky(verdicts_: Mapping[str, FlakyVerdict]) -> dict[str, FlakyVerdict]:
     """The flaky ones."""
     return {t: v for t, v in verdicts_.items() if v.flaky}
@@ -125,6 +133,7 @@ __all__ = [
     "HISTORY_PER_TEST",
     "HistoryStore",
     "ci_env",
+    "flake_rate",
     "known_flaky",
     "record_ci_failure",
     "record_report",

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from jobs.repair.budget import Budget, Spend
+from jobs.repair.depupdate.record import DependencyUpdate
 from jobs.repair.flaky import MAX_OBSERVATIONS, Observation, observations
 from jobs.repair.trace_read import (
     Commands,
@@ -89,6 +90,8 @@ class Culprit:
     """``bisect`` (located by test runs in the sandbox) or ``single_commit`` (the only one)."""
     runs: int = 0
     """Test runs the bisection spent (0 for a single commit)."""
+    probability: float | None = None
+    """A flake-aware bisection (#26): the culprit's posterior probability (None: one-run probes)."""
 
     @property
     def short(self) -> str:
@@ -103,6 +106,7 @@ class Culprit:
             "author": self.author,
             "found_by": self.found_by,
             "runs": self.runs,
+            **({"probability": self.probability} if self.probability is not None else {}),
         }
 
     @classmethod
@@ -119,7 +123,13 @@ class Culprit:
             author=text(d.get("author"), 200),
             found_by=found_by if found_by in CULPRIT_FOUND_BY else "single_commit",
             runs=max(integer(d.get("runs")) or 0, 0),
+            probability=_probability(d.get("probability")),
         )
+
+
+def _probability(value: object) -> float | None:
+    p = number(value)
+    return p if p is not None and 0.0 <= p <= 1.0 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,6 +315,9 @@ class RepairReport:
     test_runs: tuple[Observation, ...] = ()
     """The failing tests' outcomes in this attempt's runs (:func:`jobs.repair.flaky.observations`),
     recorded in the repository's test history after the attempt."""
+    dependency: DependencyUpdate | None = None
+    """A dependency update in the change (#27): the bumps and the section the messages append
+    (None: no bump, or a report from before #27)."""
     v: int = REPORT_VERSION
 
     # -- building -------------------------------------------------------------------------------
@@ -469,6 +482,7 @@ class RepairReport:
             "on_no_fix": self.on_no_fix,
             "revert_skipped": self.revert_skipped,
             "test_runs": [o.to_json() for o in self.test_runs],
+            "dependency": None if self.dependency is None else self.dependency.to_json(),
         }
 
     @classmethod
@@ -540,6 +554,7 @@ class RepairReport:
             on_no_fix=text(data.get("on_no_fix"), 20),
             revert_skipped=text(data.get("revert_skipped"), 500),
             test_runs=_observations(data.get("test_runs")),
+            dependency=DependencyUpdate.read(data.get("dependency")),
             v=version,
             **common,
         )

@@ -95,6 +95,9 @@ class RepairTask:
     changes: ChangeSet | None = None
     """What changed since the last green run (None: unknown). Untrusted text: the prompts fence it
     (:mod:`jobs.repair.change_context`); retrieval gives its functions and their callers a prior."""
+    dependency_context: str = ""
+    """What changed in the bumped dependencies (#27, ``dependency_updates: fix``): the fenced,
+    budgeted sections of :mod:`jobs.repair.depupdate.context`, put in the LLM tiers' context."""
 
     @classmethod
     def issue(cls, title: str, body: str, *, test_command: str = "") -> RepairTask:

@@ -157,6 +157,7 @@ def task_to_json(task: RepairTask) -> dict[str, Any]:
         "hints": [[p, n] for p, n in task.hints],
         "ci_tests": list(task.ci_tests),
         **({"changes": task.changes.to_json()} if task.changes is not None else {}),
+        **({"dependency_context": task.dependency_context} if task.dependency_context else {}),
     }
 
 
@@ -174,6 +175,7 @@ def task_from_json(data: Mapping[str, Any]) -> RepairTask:
         hints=tuple((str(p), int(n)) for p, n in data.get("hints", ())),
         ci_tests=tuple(str(t) for t in data.get("ci_tests", ())),
         changes=ChangeSet.from_json(data["changes"]) if isinstance(data.get("changes"), Mapping) else None,
+        dependency_context=str(data.get("dependency_context", "")),
     )
 
 

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from jobs.history import read_changeset, reverted, tree_at
 from jobs.plan import PlanDefaults, RepairPlan, RepairRequest, for_cli, on_no_fix_for, plan_for
 from jobs.ports import WorkflowRunRef
 from jobs.repair.budget import Budget
+from jobs.repair.flaky import TestRun
 from jobs.repair.report import RepairReport
 from jobs.repair.workbench import TestOutcome
 from runners.base import Execution
@@ -389,3 +391,73 @@ def test_a_probe_selects_only_the_targets_that_exist_at_the_commit() -> None:
     )
     assert targets_at(targets, tree.get) == ("tests/test_a.py::test_old[1-2]", "<run>")
     assert targets_at(targets[1:3], tree.get) == ()  # none left: the whole command runs
+
+
+# --- flake-aware culprit bisect (#26) -------------------------------------------------------------
+
+
+class _History:
+    """A test history port in memory: the target failed and passed at one commit (flaky)."""
+
+    def __init__(self, runs: Sequence[TestRun]) -> None:
+        self.runs = list(runs)
+
+    def record_test_runs(self, repo: str, runs: Sequence[TestRun], *, attempt_id: int | None = None) -> int:
+        return 0
+
+    def test_runs(self, repo: str, test_ids: Sequence[str], *, limit: int = 200) -> list[TestRun]:
+        return list(self.runs)
+
+
+def _flaky_pytest(every: int) -> object:
+    """The scripted pytest, but a passing run of the target fails every ``every``-th time."""
+    from runners.commands import JUNIT_PATH
+    from tests.bot.test_cli_fix import junit
+
+    seen = {"passes": 0}
+
+    def run(call: FakeCall) -> Execution:
+        done = scripted_pytest(call)
+        if done.exit_code == 0 and TARGET in call.command:
+            seen["passes"] += 1
+            if seen["passes"] % every == 1:  # the first pass of each cycle lies
+                return fake_execution(exit_code=1, artifacts={JUNIT_PATH: junit({TARGET: (4, False)})})
+        return done
+
+    return run
+
+
+def test_a_flaky_target_gets_a_flake_aware_bisect_with_its_probability(
+    history: tuple[Path, list[str]], tmp_path: Path, settings: Settings
+) -> None:
+    from jobs.render_change import culprit_line
+
+    repo, (c0, _c1, c2, _c3) = history
+    rows = [TestRun(TARGET, "f" * 40, "ci:CI", "ci", i % 3 == 0, run_key=f"ci:{i}") for i in range(9)]
+    store = _History(rows)
+    plan = plan_of(repo, tmp_path, c0, budget=Budget(iterations=0, executions=40))
+    runner = FakeRunner().on("pytest", _flaky_pytest(3))  # type: ignore[arg-type]
+    ports = EnginePorts(config=EngineConfig.of(settings), runner=runner, history=store)
+    done = execute(plan, ports)
+
+    culprit = done.change.culprit
+    assert culprit is not None and culprit.sha == c2, done.change.notices
+    assert culprit.probability is not None and culprit.probability >= 0.95
+    assert culprit.runs > 2  # a one-run probe per step would have spent ceil(log2 4) = 2
+    record = json.loads(done.trace_path.read_text())["repo"]["changes"]
+    assert record["culprit"]["probability"] == culprit.probability
+    line = culprit_line(culprit)
+    assert f"flake-aware bisect in {culprit.runs} runs (probability" in line
+    report = run(plan, ports)
+    assert report.culprit is not None and report.culprit.probability is not None
+    assert RepairReport.from_json(report.to_json()).culprit == report.culprit
+
+
+def test_without_a_history_the_bisect_probes_once_per_step(
+    history: tuple[Path, list[str]], tmp_path: Path, settings: Settings
+) -> None:
+    repo, (c0, _c1, c2, _c3) = history
+    plan = plan_of(repo, tmp_path, c0, budget=Budget(iterations=0, executions=40))
+    done = execute(plan, ports(settings, FakeRunner().on("pytest", scripted_pytest)))
+    culprit = done.change.culprit
+    assert culprit is not None and culprit.sha == c2 and culprit.probability is None and culprit.runs == 2

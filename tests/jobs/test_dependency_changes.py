@@ -78,3 +78,15 @@ def test_what_changed_joins_the_api_difference_the_changelog_and_its_stated_repl
     assert what_changed(Bump("go", "x", "v1", "v2", "go.mod"), cache_dir=tmp_path).notes == (
         "go packages are not fetched",
     )
+
+
+def test_the_live_fetch_port_turns_a_broken_download_into_a_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*_args: object, **_kwargs: object) -> object:
+        raise ConnectionResetError("reset")
+
+    monkeypatch.setattr(dependency_changes, "fetch", broken)
+    port = dependency_changes.distfetch_port(tmp_path)
+    dep = what_changed(Bump("pypi", "m", "1", "2", "requirements.txt"), fetch_root=port)
+    assert dep.api == () and dep.notes == ("m 1: fetch failed (ConnectionResetError)",)

@@ -378,6 +378,8 @@ def pack_context(
     # Rounds older than the last two are summarized; the latest trace is what matters most.
     rounds = [render_feedback(f, brief=i < len(feedback) - 2) for i, f in enumerate(feedback)]
     changes = render_changes(task, evidence, feedback, budget_chars=section_budget(budget_chars))
+    # the dependency sections (#27) are rendered fenced and budgeted by the stage
+    changes = "\n\n".join(part for part in (changes, task.dependency_context) if part)
 
     def build(n_evidence: int, collapsed: bool, first_round: int) -> str:
         return render(
