@@ -18,9 +18,9 @@ from bot.logging import configure_logging
 from bot.settings import Settings
 from bot.store import open_store
 from jobs.broker import BrokerConfig, BrokerEnqueuer
-from jobs.engine import FixRepairService
 from jobs.index_jobs import RepoIndexService
 from jobs.pipeline import Deps
+from jobs.repair_service import FixRepairService
 from jobs.wiring import llm_config
 from jobs.worker import DepsFactory, WorkerSpec
 
@@ -52,7 +52,7 @@ def default_wiring(settings: Settings, broker: dramatiq.Broker) -> DepsFactory:
 
     - GitHub: :func:`bot.github.gateway.gateway_factory` (one gateway per job, closed by the
       pipeline after the job: its installation tokens are revoked);
-    - repair: :class:`jobs.engine.FixRepairService` (the repair engine on the job's checkout,
+    - repair: :class:`jobs.repair_service.FixRepairService` (the repair engine on the job's checkout,
       in the runner ``ARCS_RUNNER`` names: bubblewrap with this worker's Python environment, or
       containers; the model and its key from :func:`jobs.wiring.llm_config`, as ``arcs fix``);
     - index: :class:`jobs.index_jobs.RepoIndexService` (``RepoIndex`` under ``ARCS_HOME``, one per

@@ -3,7 +3,7 @@
 The application modules (:mod:`jobs.attempt`, :mod:`jobs.admission`, :mod:`jobs.commands`,
 :mod:`jobs.publish`) depend only on these protocols and values; the worker wires the real
 implementations (``bot.github`` for :class:`GitHubGateway`, ``bot.store.store.Store`` for
-:class:`AttemptStore`, :class:`jobs.engine.FixRepairService` for :class:`RepairService`, :mod:`indexing`
+:class:`AttemptStore`, :class:`jobs.repair_service.FixRepairService` for :class:`RepairService`, :mod:`indexing`
 for :class:`IndexService`) and the tests use the recording fakes in :mod:`jobs.fakes`.
 
 A gateway is scoped to one installation (the worker builds one per job from
@@ -599,7 +599,7 @@ class AttemptStore(Protocol):
 
 
 class RepairService(Protocol):
-    """Runs a :class:`jobs.plan.RepairPlan` on its checkout (:class:`jobs.engine.FixRepairService`)."""
+    """Runs a :class:`jobs.plan.RepairPlan` on its checkout (:class:`jobs.repair_service.FixRepairService`)."""
 
     @property
     def defaults(self) -> PlanDefaults:

@@ -2,7 +2,7 @@
 
 The model configuration (:class:`LLMConfig`, built by :func:`llm_config`: the one place that reads
 the model's key from the settings) and the default parallelism (:func:`default_parallel`), shared
-by ``arcs fix``, the worker's repair service (:class:`jobs.engine.FixRepairService`), the benches
+by ``arcs fix``, the worker's repair service (:class:`jobs.repair_service.FixRepairService`), the benches
 and the GitHub Action. The settings arrive structurally (:class:`LLMSettings`:
 ``bot.settings.Settings`` conforms), so this module does not import ``bot``; it imports nothing
 heavy either (``arcs`` commands import it at start-up).

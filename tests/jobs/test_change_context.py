@@ -12,7 +12,6 @@ import pytest
 from bot.settings import Settings
 from indexing.model import Chunk, SearchHit
 from jobs.config import ArcsConfig
-from jobs.engine import FixRepairService
 from jobs.plan import RepairRequest, plan_for
 from jobs.repair import roles
 from jobs.repair.budget import Budget
@@ -41,6 +40,7 @@ from jobs.repair.ports import ProposalRequest
 from jobs.repair.prompts import pack_context, render_changes
 from jobs.repair.proposers.anthropic import PROPOSE_TOOL, AnthropicProposer
 from jobs.repair.task import RepairTask
+from jobs.repair_service import FixRepairService
 from runners.fake import FakeRunner
 from tests.bot.test_cli_fix import TARGET as RULES_TARGET
 from tests.bot.test_cli_fix import fixture_repo, scripted_pytest

@@ -4,7 +4,7 @@ whose branch has a green run three commits earlier.
 The webhook (an ``@octokit/webhooks-examples`` payload pointed at the double's repository) is
 signed and posted to the app; the job it enqueues runs through the worker's pipeline with the
 worker's GitHub wiring (``gateway_factory`` on the double) and the real engine
-(:class:`jobs.engine.FixRepairService`) on a scripted pytest runner that answers from the
+(:class:`jobs.repair_service.FixRepairService`) on a scripted pytest runner that answers from the
 workspace's actual source. Three commits after the green one, the middle one breaks the test:
 the worker asks the Actions API for the last green run, deepens its shallow clone, reads the
 change, fixes the failure and bisects the three commits to the middle one. Without a green run,
@@ -31,10 +31,10 @@ from bot.store.store import Store
 from bot.web.app import create_app
 from bot.web.fakes import ListEnqueuer
 from jobs import pipeline
-from jobs.engine import FixRepairService
 from jobs.messages import JobRequest
 from jobs.pipeline import Deps
 from jobs.repair.report import RepairReport
+from jobs.repair_service import FixRepairService
 from runners.base import Runner
 from runners.fake import FakeRunner
 from tests.bot.test_cli_fix import FIXTURES, RULES, scripted_pytest

@@ -11,9 +11,9 @@ import pytest
 
 from bot.settings import Settings
 from jobs.config import ArcsConfigError, PathsConfig, parse, paths_of
-from jobs.engine import FixRepairService
 from jobs.plan import RepairRequest, gates_for, plan_for
 from jobs.repair.loop_config import GateConfig
+from jobs.repair_service import FixRepairService
 from runners.config import RepoConfig
 from runners.fake import FakeRunner
 from tests.bot.test_cli_fix import TARGET, fake_sandbox, fixture_repo, run_cli, scripted_pytest

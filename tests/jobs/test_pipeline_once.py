@@ -19,13 +19,13 @@ from bot.settings import Settings
 from bot.store.store import Store
 from jobs import pipeline
 from jobs.config import ArcsConfig
-from jobs.engine import FixRepairService
 from jobs.fakes import FakeGitHubGateway
 from jobs.messages import JobRequest
 from jobs.pipeline import Deps
 from jobs.plan import RepairPlan
 from jobs.repair.ports import Interrupt
 from jobs.repair.report import RepairReport
+from jobs.repair_service import FixRepairService
 from runners.fake import FakeRunner
 from tests.bot.test_cli_fix import FIXTURES, scripted_pytest
 

@@ -1,4 +1,4 @@
-"""The worker's repair engine (:class:`jobs.engine.FixRepairService` running a
+"""The worker's repair engine (:class:`jobs.repair_service.FixRepairService` running a
 :class:`jobs.plan.RepairPlan` on the pipeline's checkout) with a scripted pytest runner, the plan
 rules, and the attempt -> pull request body mapping publishing builds from the stored report."""
 
@@ -18,11 +18,11 @@ from bot.store import open_store
 from jobs import render
 from jobs.attempt import checkout_config
 from jobs.config import ArcsConfig, parse
-from jobs.engine import FixRepairService
+from jobs.engine_ports import changed_files, worker_toolchains
 from jobs.plan import IndexRef, LLMRef, RepairPlan, RepairRequest, plan_for, tier_for
 from jobs.repair.budget import Budget
 from jobs.repair.report import RepairReport
-from jobs.repair_service import changed_files, worker_toolchains
+from jobs.repair_service import FixRepairService
 from jobs.report_summary import attempt_summary
 from runners.fake import FakeRunner
 from tests.bot.test_cli_fix import TARGET, fixture_repo, scripted_pytest
@@ -213,7 +213,7 @@ def test_default_wiring_uses_the_app_gateway_and_the_fix_service(settings: Setti
     from bot.github.gateway import AppGitHubGateway, GatewayFactory
     from bot.worker_wiring import NotWired, default_wiring
     from jobs.broker import make_broker
-    from jobs.repair_service import RepoIndexService
+    from jobs.index_jobs import RepoIndexService
     from tests.fakes.github_double import TEST_APP_ID, generate_app_key
 
     broker = make_broker(settings)
@@ -349,8 +349,8 @@ def test_docker_without_an_image_is_a_config_error_at_use(settings: Settings, tm
 
 
 def test_an_index_refresh_waits_for_the_repository_lock(settings: Settings, make_repo: MakeRepo) -> None:
+    from jobs.index_jobs import RepoIndexService
     from jobs.locks import LockTimeout, repo_lock
-    from jobs.repair_service import RepoIndexService
 
     checkout = make_repo({"app/core.py": "def add(a, b):\n    return a + b\n"})
     service = RepoIndexService(settings, lock_timeout_s=0.2)
@@ -369,8 +369,8 @@ def test_an_index_refresh_takes_the_advisory_lock_on_the_store_engine(
     settings: Settings, make_repo: MakeRepo, pg_create_db: CreateDb
 ) -> None:
     from bot.store.store import create_store_engine
+    from jobs.index_jobs import RepoIndexService
     from jobs.locks import LockTimeout, repo_lock
-    from jobs.repair_service import RepoIndexService
 
     checkout = make_repo({"app/core.py": "def add(a, b):\n    return a + b\n"})
     engine = create_store_engine(pg_create_db())

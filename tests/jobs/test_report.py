@@ -263,53 +263,6 @@ def test_json_round_trip(result: RepairResult) -> None:
     assert without.files == {} and without.patch == report.patch
 
 
-def test_old_and_new_shape_of_one_repair_give_the_same_summary(result: RepairResult) -> None:
-    """What outcome_from_report stored (while it exists) and RepairReport.to_json render alike."""
-    service = pytest.importorskip("jobs.repair_service")
-    outcome_from_report = getattr(service, "outcome_from_report", None)
-    fix = pytest.importorskip("jobs.fix")
-    ports = pytest.importorskip("jobs.ports")
-    if outcome_from_report is None or not hasattr(fix, "FixReport") or not hasattr(ports, "RepairRequest"):
-        pytest.skip("the v1 writer is gone")
-    record = {"candidate": "r1c2", "command": "pytest -x", "exit_code": 0, "duration_s": 0.25, "passed": 2}
-    result = replace(result, verification={**record, "failed": 0, "errors": 0, "timed_out": False})
-    request = ports.RepairRequest(
-        kind="ci",
-        repo="octo/calc",
-        workdir=Path("/nowhere"),
-        head_sha="b" * 40,
-        attempt_id=7,
-        trace_dir=Path("/traces"),
-        failure_class="test",
-        failure_log="FAILED x",
-    )
-    old = outcome_from_report(fix.FixReport(result, Path("/traces/t.json"), False, Path("/nowhere")), request)
-    new = RepairReport.from_result(
-        result,
-        trace_path="/traces/t.json",
-        trace_markdown=render_markdown(result.trace),
-        failure_class="test",
-        failure_log="FAILED x",
-    )
-    columns = {
-        "verdict": old.verdict,
-        "fixed": old.fixed,
-        "reason": old.reason,
-        "tier": old.tier,
-        "rounds": old.rounds,
-        "tokens": old.tokens,
-        "cost_usd": old.cost_usd,
-        "patch": old.patch,
-        "explanation": old.explanation,
-    }
-    from_old = attempt_summary(attempt_of(columns, old.trace_summary))
-    from_new = attempt_summary(attempt_of(columns, new.to_json(with_files=False)))
-    # v1 rounded the duration to ms; everything else is the same.
-    assert from_new == replace(from_old, duration_s=from_new.duration_s)
-    assert from_new.duration_s == pytest.approx(from_old.duration_s, abs=1e-3)
-    assert from_new.verification and from_new.gates and from_new.trace_markdown
-
-
 # --- reading is tolerant, versions are checked -------------------------------------------------------
 
 

@@ -12,9 +12,9 @@ from pydantic import SecretStr
 
 from bot.settings import Settings
 from jobs.config import ArcsConfig
-from jobs.engine import FixRepairService
 from jobs.fix import FixRequest
 from jobs.plan import LLMRef, RepairPlan, RepairRequest, plan_for
+from jobs.repair_service import FixRepairService
 from jobs.wiring import LLMConfig, default_parallel, llm_config
 
 

@@ -21,11 +21,11 @@ from pydantic import SecretStr
 from bot.settings import Settings
 from bot.store.store import Store
 from jobs import pipeline
-from jobs.engine import FixRepairService
 from jobs.fakes import FakeGitHubGateway, FakeIndexService
 from jobs.messages import JobRequest
 from jobs.pipeline import Deps
 from jobs.ports import PullRequestInfo
+from jobs.repair_service import FixRepairService
 from runners.config import RepoConfig
 from runners.fake import FakeRunner
 from tests.bot.test_cli_fix import FIXTURES, RULES, TARGET, scripted_pytest
