@@ -11,7 +11,7 @@ from jobs.repair.fakes import FakeInterrupt, ScriptedLLM, ScriptedProposer
 from jobs.repair.trace import compare_outcomes, dump_trace, load_trace, render_markdown, render_summary
 from runners.fake import FakeRunner
 from tests.bot.test_cli_fix import fixture_repo, scripted_pytest
-from tests.jobs.test_loop import FIX, NOOP, ci_task, make
+from tests.jobs.repair.test_loop import FIX, NOOP, ci_task, make
 
 
 def test_a_stop_before_round_2_ends_after_exactly_one_round_without_a_patch() -> None:

@@ -36,7 +36,7 @@ from jobs.repair.task import RepairTask
 from jobs.repair.trace import dump_trace
 from jobs.repair_service import FixRepairService
 from runners.config import RepoConfig
-from tests.jobs.test_loop import BASE, CORE, FILES, judge
+from tests.jobs.repair.test_loop import BASE, CORE, FILES, judge
 from tests.jobs.test_pipeline import REPO, ci_job, command_job, issue_job, seed_prs
 
 NIGHT = dt.datetime(2026, 3, 2, 23, 0, tzinfo=dt.UTC)

@@ -21,7 +21,7 @@ from jobs.repair.trace_read import TestTally, Verification
 from jobs.report_summary import attempt_summary, stored_report
 from jobs.summary import RepairSummary
 from jobs.summary import TestTally as TestTally_
-from tests.jobs.test_trace import SCRIPT, T, retriever, run
+from tests.jobs.repair.test_trace import SCRIPT, T, retriever, run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "report"
 TARGET = "tests/test_rules.py::test_eighteen_is_adult"

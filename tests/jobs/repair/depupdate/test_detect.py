@@ -20,7 +20,7 @@ from jobs.repair.depupdate.manifests import (
 )
 from jobs.repair.diffing import parse_patch, unified_diff
 
-FIX = Path(__file__).resolve().parents[1] / "fixtures" / "depupdate"
+FIX = Path(__file__).resolve().parents[3] / "fixtures" / "depupdate"
 
 
 def _pair(old: str, new: str) -> tuple[str, str]:

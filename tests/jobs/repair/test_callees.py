@@ -150,7 +150,7 @@ def test_calling_a_class_shows_its_constructor() -> None:
 def test_the_large_tier_shows_what_the_failing_test_calls() -> None:
     from jobs.repair.budget import Budget
     from jobs.repair.fakes import FakeRetriever, ScriptedLLM, ScriptedProposer
-    from tests.jobs.test_loop import NOOP, ci_task, make
+    from tests.jobs.repair.test_loop import NOOP, ci_task, make
 
     proposer = ScriptedProposer([[NOOP, NOOP]] * 5)
     loop, _ = make(proposer, llm=ScriptedLLM([]), retriever=FakeRetriever([]))

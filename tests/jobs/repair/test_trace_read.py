@@ -23,7 +23,7 @@ from jobs.repair.trace_read import (
 )
 from tests.bot.dashboard.conftest import NOW
 from tests.bot.dashboard.seed import make_trace
-from tests.jobs.test_trace import SCRIPT, T, retriever, run
+from tests.jobs.repair.test_trace import SCRIPT, T, retriever, run
 
 
 @pytest.fixture(scope="module")

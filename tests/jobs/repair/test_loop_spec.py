@@ -11,7 +11,7 @@ from jobs.repair.fakes import ScriptedProposer
 from jobs.repair.loop import LoopConfig
 from jobs.repair.spec import RepairSpec
 from jobs.repair.trace import compare_outcomes
-from tests.jobs.test_loop import FIX, ci_task, make
+from tests.jobs.repair.test_loop import FIX, ci_task, make
 
 
 def test_run_takes_a_spec_and_runs_with_its_loop_config() -> None:

@@ -13,7 +13,7 @@ import pytest
 from jobs.repair.report import Culprit, RepairReport, RevertResult
 from jobs.repair.trace_read import Verification
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "report"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "report"
 SHA = "b" * 40
 
 

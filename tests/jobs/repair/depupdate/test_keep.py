@@ -11,7 +11,7 @@ from jobs.repair.depupdate.keep import reverts_only_bump
 from jobs.repair.model import Edit
 from jobs.repair.tier0.anchor import replace_pair
 
-FIX = Path(__file__).resolve().parents[1] / "fixtures" / "depupdate"
+FIX = Path(__file__).resolve().parents[3] / "fixtures" / "depupdate"
 OLD = {
     "package.json": (FIX / "package.old.json").read_text(),
     "package-lock.json": (FIX / "package-lock.old.json").read_text(),
