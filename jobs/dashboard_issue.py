@@ -12,15 +12,16 @@ repository, kept up to date from the store after each attempt, edited in place.
 * A closed dashboard is edited as it is, never reopened (closing it hides it; ``dashboard_issue:
   false`` stops it) and never duplicated; one a person deleted is opened again.
 
-The flaky-test section reads :data:`KNOWN_FLAKY_TESTS`, the hook for the flaky-test registry; until
-that exists it is :func:`flaky_tests_from_attempts` (what the store has: attempts whose verdict was
-``flaky`` this month and the tests they targeted).
+The flaky-test section reads the test history (``Deps.history``) through the classifier
+(:func:`jobs.test_history.known_flaky_since`): the tests seen failing in the last
+:data:`~jobs.test_history.FLAKY_WINDOW` that their whole history calls flaky, each with its flake
+rate, runs seen, last seen and evidence sentence.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Final
 
 import structlog
@@ -41,17 +42,15 @@ from jobs.render_dashboard import (
     rendered_at,
 )
 from jobs.render_text import defuse, one_line
-from jobs.report_summary import stored_report
 from jobs.run import Deps, closing
+from jobs.test_history import FLAKY_WINDOW, HistoryCatalog, HistoryStore, known_flaky_since
 from runners.errors import ConfigError
 
 log = structlog.get_logger("arcs.pipeline")
 
 __all__ = [
-    "KNOWN_FLAKY_TESTS",
-    "FlakyTestsSource",
     "collect",
-    "flaky_tests_from_attempts",
+    "flaky_tests",
     "refresh_dashboard",
 ]
 
@@ -59,30 +58,16 @@ ACTIVE: Final = ("queued", "running")
 DEFERRED_MESSAGE: Final = "deferred"
 """The message id the store gives an attempt deferred to after the quiet hours."""
 SCAN: Final = 500
-"""Attempts of the repository read for open pull requests and flaky tests (newest first)."""
-
-FlakyTestsSource = Callable[[AttemptStore, str, dt.datetime], Sequence[FlakyTest]]
-"""``(store, repo, since) -> tests``: the known flaky tests of ``repo`` seen since ``since``."""
+"""Attempts of the repository read for open pull requests (newest first)."""
 
 
-def flaky_tests_from_attempts(store: AttemptStore, repo: str, since: dt.datetime) -> Sequence[FlakyTest]:
-    """What the store knows: the target tests of attempts whose verdict was ``flaky`` since
-    ``since``, most recently seen first."""
-    seen: dict[str, tuple[list[int], dt.datetime]] = {}
-    for attempt in store.attempts(repo=repo, limit=SCAN):
-        if attempt.verdict != "flaky" or attempt.created_at < since:
-            continue
-        for test in stored_report(attempt).target_tests:
-            ids, last = seen.setdefault(test, ([], attempt.created_at))
-            ids.append(attempt.id)
-            seen[test] = (ids, max(last, attempt.created_at))
-    rows = [FlakyTest(test, tuple(sorted(ids)), last) for test, (ids, last) in seen.items()]
-    return sorted(rows, key=lambda t: (-t.last_seen.timestamp(), t.test_id))
-
-
-KNOWN_FLAKY_TESTS: FlakyTestsSource = flaky_tests_from_attempts
-"""HOOK: the flaky-test source the dashboard shows. Point it at the flaky-test registry when it
-lands (same signature); tests and deployments may pass ``flaky_tests=`` to :func:`collect`."""
+def flaky_tests(history: HistoryCatalog | None, repo: str, now: dt.datetime) -> tuple[FlakyTest, ...]:
+    """The known flaky tests of ``repo`` (failing in the last :data:`FLAKY_WINDOW`), most recently
+    seen first."""
+    return tuple(
+        FlakyTest(v.test_id, v.flake_rate, v.runs, v.failures, v.last_seen, v.sentence)
+        for v in known_flaky_since(history, repo, now - FLAKY_WINDOW)
+    )
 
 
 def _what(attempt: AttemptView) -> str:
@@ -109,9 +94,10 @@ def collect(
     now: dt.datetime,
     *,
     dashboard_url: str = "",
-    flaky_tests: FlakyTestsSource | None = None,
+    history: HistoryCatalog | None = None,
 ) -> DashboardData:
-    """Everything the dashboard issue of ``repo`` shows, from the store."""
+    """Everything the dashboard issue of ``repo`` shows, from the store and the test history
+    (None: no test is known flaky)."""
     owner = repo.split("/", 1)[0]
     active = store.attempts(repo=repo, statuses=ACTIVE, limit=MAX_ROWS + 1)
     attempts = tuple(
@@ -132,7 +118,6 @@ def collect(
     if not any(cap.repo == repo for cap in policy.caps):
         lines.append(BudgetLine(repo, store.usd_committed(owner, start, repo=repo)))
     recent = store.attempts(repo=repo, limit=SCAN)
-    source = flaky_tests if flaky_tests is not None else KNOWN_FLAKY_TESTS
     return DashboardData(
         repo=repo,
         now=now,
@@ -140,10 +125,15 @@ def collect(
         attempts=attempts,
         pulls=_pulls(recent),
         paused=tuple(paused),
-        flaky=tuple(source(store, repo, start)),
+        flaky=flaky_tests(history, repo, now),
         budget=tuple(lines),
         dashboard_url=dashboard_url,
     )
+
+
+def _catalog(history: HistoryStore | None) -> HistoryCatalog | None:
+    # the worker wires the store, which lists failing tests; a bare history cannot
+    return history if isinstance(history, HistoryCatalog) else None
 
 
 def refresh_dashboard(deps: Deps, job: JobRequest, *, message_id: str | None = None) -> str:
@@ -171,7 +161,7 @@ def refresh_dashboard(deps: Deps, job: JobRequest, *, message_id: str | None = N
         owner, name = msg.repo.split("/", 1)
         public = getattr(deps.settings, "public_url", "")  # the worker's Settings has it
         url = f"{public.rstrip('/')}/orgs/{owner}/repos/{name}" if isinstance(public, str) and public else ""
-        data = collect(deps.store, msg.repo, deps.clock(), dashboard_url=url)
+        data = collect(deps.store, msg.repo, deps.clock(), dashboard_url=url, history=_catalog(deps.history))
         title, body = render_dashboard(data)
         written = gh.write_dashboard_issue(msg.repo, issue.number if issue is not None else None, title, body)
     outcome = "updated" if issue is not None and written.number == issue.number else "opened"

@@ -63,11 +63,16 @@ class OpenPr:
 
 @dataclass(frozen=True, slots=True)
 class FlakyTest:
-    """A test ARCS found flaky (its repairs' verdict), with the attempts that found it."""
+    """A test its recorded history calls flaky (:func:`jobs.test_history.known_flaky_since`)."""
 
     test_id: str
-    attempts: tuple[int, ...]
-    last_seen: dt.datetime
+    rate: float
+    """Failures per run where it is flaky (:attr:`jobs.repair.flaky.FlakyVerdict.flake_rate`)."""
+    runs: int
+    failures: int
+    last_seen: dt.datetime | None
+    evidence: str
+    """The classifier's sentence (``failed 3 of 12 runs at a1b2c3d, …``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,14 +153,27 @@ def _pulls(rows: Sequence[OpenPr]) -> list[str]:
     return out + _more(len(rows))
 
 
+def _cell(text: str, limit: int) -> str:
+    """Untrusted text in a table cell: one line, no mention or markup, no column break."""
+    return defuse(one_line(text, limit)).replace("|", "\\|").replace("`", "'")
+
+
+def _evidence(t: FlakyTest) -> str:
+    # the Test column names it already: the sentence goes on from its verb
+    lead = f"`{t.test_id}` "
+    return t.evidence[len(lead) :] if t.evidence.startswith(lead) else t.evidence
+
+
 def _flaky(rows: Sequence[FlakyTest]) -> list[str]:
     if not rows:
         return ["None known."]
-    out = ["| Test | Found by | Last seen |", "| --- | --- | --- |"]
+    out = ["| Test | Flake rate | Runs seen | Last seen | Evidence |", "| --- | --- | --- | --- | --- |"]
     for t in rows[:MAX_ROWS]:
-        test = defuse(one_line(t.test_id, 300)).replace("|", "\\|").replace("`", "'")
-        found = ", ".join(f"#{i}" for i in t.attempts[:5]) + (" …" if len(t.attempts) > 5 else "")
-        out.append(f"| `{test}` | {found} | {_when(t.last_seen)} |")
+        seen = _when(t.last_seen) if t.last_seen is not None else "?"
+        out.append(
+            f"| `{_cell(t.test_id, 300)}` | {t.rate:.0%} | {t.runs} ({t.failures} failed) | {seen} "
+            f"| {_cell(_evidence(t), 400)} |"
+        )
     return out + _more(len(rows))
 
 

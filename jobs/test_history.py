@@ -4,7 +4,8 @@
 Recorded: the failing tests of a CI run ARCS is sent (:func:`record_ci_failure`, source ``ci``,
 environment ``ci:<workflow>``) and the outcomes an attempt saw in ARCS' sandbox
 (:func:`record_report`: the reproduction, its triage re-runs, the verification). Read back:
-:func:`verdicts` classifies tests with :func:`jobs.repair.flaky.classify`.
+:func:`verdicts` classifies tests with :func:`jobs.repair.flaky.classify`; :func:`known_flaky_since`
+lists a repository's known flaky tests (the dashboard issue and the web dashboard's flaky page).
 
 The history is evidence, never a reason to fail a job: a store error is logged and the job goes
 on as if nothing were known.
@@ -12,8 +13,9 @@ on as if nothing were known.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import structlog
 
@@ -38,6 +40,21 @@ class HistoryStore(Protocol):
     ) -> list[TestRun]:
         """The recorded outcomes of ``test_ids``, oldest first (about ``limit`` per test)."""
         ...
+
+
+@runtime_checkable
+class HistoryCatalog(HistoryStore, Protocol):
+    """A history that can also list the tests it saw failing (the dashboards' starting point)."""
+
+    def failing_tests(self, repo: str, *, since: dt.datetime, limit: int = 100) -> list[str]:
+        """The tests of ``repo`` seen failing since ``since``, the most recently failing first."""
+        ...
+
+
+FLAKY_WINDOW = dt.timedelta(days=30)
+"""How far back the dashboards look for a failure of a test before classifying it."""
+FLAKY_CANDIDATES = 100
+"""Recently failing tests the dashboards classify (the most recently failing)."""
 
 
 def ci_env(workflow: str | None) -> str:
@@ -119,6 +136,23 @@ def known_flaky(verdicts_: Mapping[str, FlakyVerdict]) -> dict[str, FlakyVerdict
     return {t: v for t, v in verdicts_.items() if v.flaky}
 
 
+def known_flaky_since(
+    history: HistoryCatalog | None, repo: str, since: dt.datetime, *, limit: int = FLAKY_CANDIDATES
+) -> list[FlakyVerdict]:
+    """The known flaky tests of ``repo`` among those seen failing since ``since``, from their
+    whole recorded history, most recently seen first ([] with no history or an unreadable one)."""
+    if history is None:
+        return []
+    try:
+        candidates = history.failing_tests(repo, since=since, limit=limit)
+    except Exception as exc:  # evidence only: an unreadable history knows nothing
+        log.warning("history.read_failed", repo=repo, error=f"{type(exc).__name__}: {exc}"[:300])
+        return []
+    found = known_flaky(verdicts(history, repo, candidates)).values()
+    epoch = dt.datetime.min.replace(tzinfo=dt.UTC)
+    return sorted(found, key=lambda v: (-(v.last_seen or epoch).timestamp(), v.test_id))
+
+
 def _record(history: HistoryStore | None, repo: str, rows: Sequence[TestRun], attempt_id: int | None) -> int:
     if history is None or not rows:
         return 0
@@ -130,11 +164,15 @@ def _record(history: HistoryStore | None, repo: str, rows: Sequence[TestRun], at
 
 
 __all__ = [
+    "FLAKY_CANDIDATES",
+    "FLAKY_WINDOW",
     "HISTORY_PER_TEST",
+    "HistoryCatalog",
     "HistoryStore",
     "ci_env",
     "flake_rate",
     "known_flaky",
+    "known_flaky_since",
     "record_ci_failure",
     "record_report",
     "report_evidence",

@@ -744,6 +744,20 @@ class Store:
             for r in reversed(found)
         ]
 
+    def failing_tests(self, repo: str, *, since: dt.datetime, limit: int = 100) -> list[str]:
+        """The tests of ``repo`` seen failing since ``since``, the most recently failing first
+        (at most ``limit``): the candidates the flaky-test views classify."""
+        last = func.max(TestRunRow.created_at)
+        stmt = (
+            select(TestRunRow.test_id)
+            .where(TestRunRow.repo == repo, TestRunRow.failed.is_(True), TestRunRow.created_at >= since)
+            .group_by(TestRunRow.test_id)
+            .order_by(last.desc(), TestRunRow.test_id)
+            .limit(max(1, limit))
+        )
+        with self._sessions() as session:
+            return list(session.scalars(stmt))
+
     def joined_runs(self, attempt_id: int, *, limit: int = 1000) -> list[JoinedRun]:
         """The runs that joined the attempt, first joined first."""
         stmt = (

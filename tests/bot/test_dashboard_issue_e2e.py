@@ -12,7 +12,7 @@ from typing import Any
 from jobs import pipeline
 from jobs.messages import Envelope, RefreshDashboard
 from jobs.render_dashboard import DASHBOARD_TITLE, rendered_at
-from jobs.repair.report import RepairReport
+from jobs.repair.flaky import SANDBOX_ENV, TestRun
 from tests.bot import checks_world
 from tests.bot.checks_world import REPO, WRITER, World
 
@@ -89,20 +89,44 @@ def test_later_attempts_edit_the_same_issue_even_closed_or_rewritten(world: Worl
     # A person closes it and rewrites its body (the marker gone): ARCS finds it by its title,
     # edits it in place and leaves it closed.
     issue.update(state="closed", body="we do not need this")
-    world.store.claim_attempt(
-        "flaky-1",
-        repo=REPO,
-        trigger="ci",
-        status="no_fix",
-        verdict="flaky",
-        head_branch="main",
-        trace=RepairReport(verdict="flaky", target_tests=("tests/test_app.py::test_value",)).to_json(),
-    )
     assert refresh(world) == "updated"
     (again,) = dashboards(world)
     assert again["number"] == number and again["state"] == "closed"
     assert rendered_at(again["body"]) is not None
-    assert "| `tests/test_app.py::test_value` | #" in again["body"]  # known flaky, from the store
+
+
+def test_known_flaky_tests_come_from_the_test_history_with_their_evidence(world: World) -> None:
+    configure(world, ON)
+    world.deps.history = world.store  # as the worker wires it
+    flaky, broken = "tests/test_app.py::test_value", "tests/test_app.py::test_broken"
+    sha = "a1b2c3d4e5f6"
+    runs = [TestRun(flaky, sha, "ci:CI", "ci", True, run_key="ci:555:1")]
+    runs += [
+        TestRun(flaky, sha, SANDBOX_ENV, "reproduction", n == 0, run_key=f"attempt:1:r:{n}") for n in range(4)
+    ]
+    runs += [
+        TestRun(broken, sha, SANDBOX_ENV, "reproduction", True, run_key=f"attempt:1:r:{n}") for n in range(3)
+    ]
+    assert world.store.record_test_runs(REPO, runs) == 8
+    assert refresh(world) == "opened"
+    (issue,) = dashboards(world)
+    row = next(line for line in issue["body"].splitlines() if flaky in line)
+    # failed in CI and in the sandbox's baseline, passed the three re-runs; the rate is the
+    # sandbox's, where it both failed and passed at one commit (1 of 4)
+    assert row.startswith(f"| `{flaky}` | 25% | 5 (2 failed) | ")
+    assert "| failed 2 of 5 runs at a1b2c3d, passed here 3 of 4 in ARCS' sandbox, first seen failing" in row
+    assert broken not in issue["body"]  # failing every time is a break, not a flake
+
+
+def test_without_a_history_no_test_is_known_flaky(world: World) -> None:
+    configure(world, ON)
+    world.store.record_test_runs(
+        REPO,
+        [TestRun("t::x", "abc", SANDBOX_ENV, "reproduction", n == 0, run_key=f"k:{n}") for n in range(2)],
+    )
+    assert refresh(world) == "opened"  # deps.history is None: nothing recorded is read
+    (issue,) = dashboards(world)
+    assert "## Known flaky tests\n\nNone known." in issue["body"]
 
 
 def test_a_persons_issue_quoting_the_marker_is_never_edited(world: World) -> None:

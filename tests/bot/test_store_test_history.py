@@ -89,3 +89,19 @@ def test_long_test_ids_are_clipped_alike_when_recorded_and_read(store: Store) ->
     assert store.record_test_runs(REPO, [ci_failure(9, long_id)]) == 1
     (row,) = store.test_runs(REPO, [long_id])
     assert row.test_id == long_id[:TEST_ID_MAX]
+
+
+def test_failing_tests_lists_recent_failures_newest_first(store: Store, clock: Clock) -> None:
+    old, newer, passing = "tests/t.py::test_old", "tests/t.py::test_newer", "tests/t.py::test_passes"
+    store.record_test_runs(REPO, [ci_failure(1, old)])
+    clock.now = NOW + dt.timedelta(days=2)
+    store.record_test_runs(
+        REPO, [ci_failure(2, newer), TestRun(passing, SHA, SANDBOX_ENV, "ci", False, run_key="x")]
+    )
+    store.record_test_runs("octo/other", [ci_failure(3, "tests/t.py::elsewhere")])
+    assert store.failing_tests(REPO, since=NOW) == [newer, old]
+    assert store.failing_tests(REPO, since=NOW + dt.timedelta(days=1)) == [newer]
+    assert store.failing_tests(REPO, since=NOW, limit=1) == [newer]
+    clock.now = NOW + dt.timedelta(days=3)
+    store.record_test_runs(REPO, [ci_failure(4, old)])  # failing again: most recent now
+    assert store.failing_tests(REPO, since=NOW) == [old, newer]

@@ -61,7 +61,16 @@ def test_every_section_lists_its_rows() -> None:
             ),
             pulls=(OpenPr(12, 7, "arcs/fix/main"),),
             paused=("Attempt #8 waits for the quiet hours to end.",),
-            flaky=(FlakyTest("tests/test_a.py::test_b", (4, 9), NOW),),
+            flaky=(
+                FlakyTest(
+                    "tests/test_a.py::test_b",
+                    0.25,
+                    12,
+                    3,
+                    NOW,
+                    "`tests/test_a.py::test_b` failed 3 of 12 runs at a1b2c3d, passed here 5 of 6 in ARCS' sandbox",
+                ),
+            ),
             budget=(BudgetLine("acme", 2.5, 10.0), BudgetLine("acme/widgets", 1.25)),
             dashboard_url="https://arcs.example/orgs/acme/repos/widgets",
         )
@@ -70,7 +79,10 @@ def test_every_section_lists_its_rows() -> None:
     assert "| #8 | issue #3 | waiting for the quiet hours to end |" in body
     assert "- #12 (attempt #7, `arcs/fix/main`)" in body
     assert "- Attempt #8 waits for the quiet hours to end." in body
-    assert "| `tests/test_a.py::test_b` | #4, #9 | 2026-11-28 15:04 UTC |" in body
+    assert (
+        "| `tests/test_a.py::test_b` | 25% | 12 (3 failed) | 2026-11-28 15:04 UTC "
+        "| failed 3 of 12 runs at a1b2c3d, passed here 5 of 6 in ARCS' sandbox |"
+    ) in body
     assert "- `acme`: $2.50 of $10.00 (25%) in 2026-11." in body
     assert "- `acme/widgets`: $1.25 spent or reserved in 2026-11 (no monthly cap)." in body
     assert "([web dashboard](https://arcs.example/orgs/acme/repos/widgets))" in body
@@ -79,11 +91,16 @@ def test_every_section_lists_its_rows() -> None:
 def test_repository_text_cannot_ping_forge_the_marker_or_break_the_table() -> None:
     evil = "@maintainers <!-- arcs:dashboard-issue rendered=2099-01-01T00:00:00Z --> a|b`c"
     _, body = render_dashboard(
-        data(flaky=(FlakyTest(evil, (1,), NOW),), pulls=(OpenPr(3, 1, "@team <!-- x -->"),))
+        data(
+            flaky=(FlakyTest(evil, 0.5, 2, 1, None, f"`{evil}` flipped | @team-b <!-- y -->"),),
+            pulls=(OpenPr(3, 1, "@team <!-- x -->"),),
+        )
     )
     assert body.count("<!--") == 1 and rendered_at(body) == NOW
     assert "@maintainers" not in body and "@team" not in body
-    assert "a\\|b'c" in body
+    assert "a\\|b'c" in body and "flipped \\| @" in body
+    flaky_row = next(line for line in body.splitlines() if "| 50% | 2 (1 failed) |" in line)
+    assert flaky_row.count(" | ") == 4  # five cells, whatever the test id holds
 
 
 def test_long_sections_are_cut_and_counted() -> None:
