@@ -6,7 +6,8 @@ as a missing one. The policy form is for org admins (:meth:`Viewer.is_admin`), c
 session's CSRF token (checked with :func:`hmac.compare_digest`) and answers 403 otherwise.
 
 Routes: ``GET /``, ``GET /orgs/{owner}``, ``GET /orgs/{owner}/repos/{name}``,
-``GET /orgs/{owner}/events``, ``POST /orgs/{owner}/policy``, ``GET /attempts/{id}``.
+``GET /orgs/{owner}/repos/{name}/flaky``, ``GET /orgs/{owner}/events``,
+``POST /orgs/{owner}/policy``, ``GET /attempts/{id}``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from bot.dashboard.traceview import stored_report, summary_view, trace_view
 from bot.dashboard.viewer import Viewer, csrf_ok, viewer_of
 from bot.settings import Settings
 from bot.store.store import Store, utcnow
+from jobs.test_history import FLAKY_WINDOW, known_flaky_since
 
 Clock = Callable[[], dt.datetime]
 
@@ -323,8 +325,32 @@ class _Pages:
             "rates_chart": Markup(charts.rates_chart(week_rows)),
             "page": page,
             "org_defaults": queries.org_defaults(self.store, full),
+            "flaky_path": f"/orgs/{quote(owner)}/repos/{quote(str(request.path_params['name']))}/flaky",
         }
         return self.render(request, "repo.html", viewer, context)
+
+    # -- GET /orgs/{owner}/repos/{name}/flaky --
+
+    def flaky(self, request: Request) -> Response:
+        viewer = viewer_of(request)
+        if viewer is None:
+            return login_redirect(request)
+        owner = str(request.path_params["owner"])
+        full = f"{owner}/{request.path_params['name']}"
+        if not viewer.can_see_owner(owner) or not viewer.can_see_repo(full):
+            return self.not_found(request, viewer)
+        name = queries.repo_name(self.store, full)
+        now = self.clock()
+        context = {
+            "title": f"Flaky tests of {name}",
+            "owner": queries.owner_name(self.store, owner),
+            "repo": name,
+            "repo_path": f"/orgs/{quote(owner)}/repos/{quote(str(request.path_params['name']))}",
+            "days": FLAKY_WINDOW.days,
+            # the store is the test history; the classifier decides, as for the check run
+            "tests": known_flaky_since(self.store, name, now - FLAKY_WINDOW),
+        }
+        return self.render(request, "flaky.html", viewer, context)
 
     # -- GET /orgs/{owner}/events --
 
@@ -435,7 +461,8 @@ class _Pages:
 
 
 def page_routes(store: Store, settings: Settings, *, clock: Clock = utcnow) -> list[BaseRoute]:
-    """The page routes: ``/``, ``/orgs/{owner}``, ``/orgs/{owner}/repos/{name}``, ``/attempts/{id}``,
+    """The page routes: ``/``, ``/orgs/{owner}``, ``/orgs/{owner}/repos/{name}`` (and its ``/flaky``),
+    ``/attempts/{id}``,
     ``/orgs/{owner}/events`` and ``POST /orgs/{owner}/policy`` (``clock``: "now" for the windows)."""
     return _routes(_Pages(store, settings, make_templates(settings), clock))
 
@@ -451,6 +478,7 @@ def _routes(pages: _Pages) -> list[BaseRoute]:
         Route("/", pages.index, methods=["GET"], name="dashboard_index"),
         Route("/orgs/{owner}", pages.org, methods=["GET"], name="dashboard_org"),
         Route("/orgs/{owner}/repos/{name}", pages.repo, methods=["GET"], name="dashboard_repo"),
+        Route("/orgs/{owner}/repos/{name}/flaky", pages.flaky, methods=["GET"], name="dashboard_flaky"),
         Route("/orgs/{owner}/events", pages.events, methods=["GET"], name="dashboard_events"),
         Route("/orgs/{owner}/policy", pages.policy, methods=["POST"], name="dashboard_policy"),
         Route("/attempts/{attempt_id:int}", pages.attempt, methods=["GET"], name="dashboard_attempt"),
