@@ -1,0 +1,145 @@
+"""A red Dependabot pull request end to end (issue #27) against the strict GitHub double.
+
+The pull request is authored by ``dependabot[bot]`` from ``dependabot/pip/textlib-2.1.0``; its CI
+goes red as the pinned ``@octokit/webhooks-examples`` ``workflow_run.completed`` payload (made a
+failure, run by ``dependabot[bot]``), signed, through the real webhook endpoint. The repair is a
+fake engine whose report carries the dependency update as the engine records it; what ARCS then
+says and delivers runs through the pipeline and the App's gateway.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from jobs import pipeline
+from jobs.repair.depupdate.detect import Bump
+from jobs.repair.depupdate.record import DependencyUpdate
+from jobs.repair.report import RepairReport
+from tests.bot import checks_world
+from tests.bot.checks_world import REPO, World, published
+
+world = checks_world.world  # the fixture
+
+DEPENDABOT = "dependabot[bot]"
+BRANCH = "dependabot/pip/textlib-2.1.0"
+RED_LOG = """##[group]Run pytest
+pytest
+##[endgroup]
+app.py:1: in <module>
+    from textlib import soft_unicode
+E   ImportError: cannot import name 'soft_unicode' from 'textlib'
+##[error]Process completed with exit code 1.
+"""
+SECTION = (
+    "### Dependency update\n\n- `textlib.soft_unicode` removed, used at `app.py:1`\n\n"
+    "**What ARCS did:** `dependency_updates: comment` in `.arcs.yml`: ARCS names what broke."
+)
+
+
+def dependabot_pull(world: World, arcs_yml: str = "") -> tuple[int, str]:
+    """Dependabot's pull request bumping textlib (``.arcs.yml`` on main first); (number, head sha)."""
+    files = {"requirements.txt": "textlib==2.0.1\n"} | ({".arcs.yml": arcs_yml} if arcs_yml else {})
+    world.double.commit(REPO, files, branch="main")
+    head = world.double.commit(
+        REPO,
+        {"requirements.txt": "textlib==2.1.0\n"},
+        branch=BRANCH,
+        base="main",
+        message="Bump textlib from 2.0.1 to 2.1.0",
+    )
+    number = world.double.add_pull(
+        REPO, BRANCH, "main", title="Bump textlib from 2.0.1 to 2.1.0", user=DEPENDABOT
+    )
+    return number, head
+
+
+def red_ci(world: World, number: int, head: str, *, delivery: str | None = None) -> Any:
+    """Dependabot's pull request's workflow run failed; delivered as GitHub sends it."""
+    run = world.double.add_workflow_run(
+        REPO, head_sha=head, head_branch=BRANCH, jobs=[("test", "failure", RED_LOG)], event="pull_request"
+    )
+    payload = world.repo_payload(published("workflow_run", "completed", index=1), DEPENDABOT)
+    repo_id = world.double.repos[REPO].id
+    wr = payload["workflow_run"]
+    wr.update(
+        id=run.id,
+        head_sha=head,
+        head_branch=BRANCH,
+        workflow_id=run.workflow_id,
+        run_attempt=1,
+        conclusion="failure",
+        pull_requests=[
+            {
+                "number": number,
+                "head": {"ref": BRANCH, "sha": head, "repo": {"id": repo_id}},
+                "base": {"ref": "main", "sha": head, "repo": {"id": repo_id}},
+            }
+        ],
+    )
+    wr["head_repository"].update(id=repo_id, full_name=REPO)
+    for who in ("actor", "triggering_actor"):
+        wr[who].update(login=DEPENDABOT, type="Bot")
+    answer = world.post("workflow_run", payload, delivery=delivery)
+    assert answer.status_code == 202, answer.text
+    return answer
+
+
+def update(mode: str) -> DependencyUpdate:
+    return DependencyUpdate(
+        bumps=(Bump("pypi", "textlib", "2.0.1", "2.1.0", "requirements.txt"),),
+        mode=mode,
+        title="Dependency update: textlib 2.0.1 -> 2.1.0 (pypi), breaking changes named",
+        markdown=SECTION,
+        breaking="**textlib 2.0.1 -> 2.1.0** breaks code this repository uses:\n- `textlib.soft_unicode` at `app.py:1`",
+    )
+
+
+def no_fix(mode: str) -> RepairReport:
+    return RepairReport(
+        verdict="exhausted", fixed=False, reason="no candidate", tier="0", dependency=update(mode)
+    )
+
+
+def test_comment_mode_names_what_broke_in_its_own_comment_edited_in_place_on_a_retry(world: World) -> None:
+    number, head = dependabot_pull(world, "dependency_updates: comment\n")
+    world.repair.outcome = no_fix("comment")
+    red_ci(world, number, head)
+    (job,) = world.queue.jobs
+    assert pipeline.dispatch(world.deps, job, message_id="m-1") == "no_fix"
+
+    assert sorted(p["number"] for p in world.double.open_pulls(REPO)) == [world.pull, number]  # none opened
+    assert world.double.branch_sha(REPO, BRANCH) == head  # nothing pushed
+    (plan,) = world.repair.requests
+    assert plan.dependency_updates == "comment"  # from .arcs.yml at the update's head
+    ours = [
+        c
+        for c in world.double.comments_on(REPO, number)
+        if "arcs:status attempt=dependency-" in str(c["body"])
+    ]
+    (comment,) = ours
+    assert "textlib.soft_unicode" in str(comment["body"]) and "`app.py:1`" in str(comment["body"])
+    assert str(comment["body"]).startswith("**Dependency update: textlib 2.0.1 -> 2.1.0")
+
+    # The job's message again (the broker retries it after a crash): the attempt resumes and its
+    # comment is edited in place, not posted twice.
+    world.repair.outcome = replace(
+        no_fix("comment"), dependency=replace(update("comment"), markdown=SECTION + "\n\nagain")
+    )
+    (attempt,) = world.store.attempts(repo=REPO)
+    world.store.update_attempt(attempt.id, status="running")
+    assert pipeline.dispatch(world.deps, job, message_id="m-1") == "no_fix"
+    ours = [
+        c
+        for c in world.double.comments_on(REPO, number)
+        if "arcs:status attempt=dependency-" in str(c["body"])
+    ]
+    assert len(ours) == 1 and str(ours[0]["body"]).count("again") == 1 and ours[0]["id"] == comment["id"]
+
+
+def test_off_mode_posts_no_dependency_comment(world: World) -> None:
+    number, head = dependabot_pull(world)
+    world.repair.outcome = RepairReport(verdict="exhausted", fixed=False, reason="no candidate", tier="0")
+    red_ci(world, number, head)
+    assert world.drain() == [("repair_ci_failure", "no_fix")]
+    assert not [c for c in world.double.comments_on(REPO, number) if "attempt=dependency-" in str(c["body"])]
