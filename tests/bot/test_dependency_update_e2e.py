@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from jobs import pipeline
 from jobs.repair.depupdate.detect import Bump
 from jobs.repair.depupdate.record import DependencyUpdate
@@ -37,7 +39,7 @@ SECTION = (
 )
 
 
-def dependabot_pull(world: World, arcs_yml: str = "") -> tuple[int, str]:
+def dependabot_pull(world: World, arcs_yml: str = "", *, author: str = DEPENDABOT) -> tuple[int, str]:
     """Dependabot's pull request bumping textlib (``.arcs.yml`` on main first); (number, head sha)."""
     files = {"requirements.txt": "textlib==2.0.1\n"} | ({".arcs.yml": arcs_yml} if arcs_yml else {})
     world.double.commit(REPO, files, branch="main")
@@ -49,7 +51,7 @@ def dependabot_pull(world: World, arcs_yml: str = "") -> tuple[int, str]:
         message="Bump textlib from 2.0.1 to 2.1.0",
     )
     number = world.double.add_pull(
-        REPO, BRANCH, "main", title="Bump textlib from 2.0.1 to 2.1.0", user=DEPENDABOT
+        REPO, BRANCH, "main", title="Bump textlib from 2.0.1 to 2.1.0", user=author
     )
     return number, head
 
@@ -143,3 +145,70 @@ def test_off_mode_posts_no_dependency_comment(world: World) -> None:
     red_ci(world, number, head)
     assert world.drain() == [("repair_ci_failure", "no_fix")]
     assert not [c for c in world.double.comments_on(REPO, number) if "attempt=dependency-" in str(c["body"])]
+
+
+MIGRATED = "from textlib import soft_str\n"
+
+
+def fixed(world: World) -> RepairReport:
+    """The engine's fix of the update: a migration, with a real trace in the traces directory."""
+    traces = world.settings.traces_dir
+    traces.mkdir(parents=True, exist_ok=True)
+    trace = traces / "depupdate.json"
+    trace.write_text("{}", encoding="utf-8")
+    return RepairReport(
+        verdict="fixed",
+        fixed=True,
+        reason="all target tests pass",
+        patch="--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-value_1 = 1\n+from textlib import soft_str\n",
+        files={"app.py": MIGRATED},
+        tier="0",
+        trace_path=str(trace),
+        dependency=replace(update("fix"), title="Dependency update: textlib 2.0.1 -> 2.1.0 (pypi), migrated"),
+    )
+
+
+def test_fix_mode_commits_the_migration_on_the_updates_own_branch(world: World) -> None:
+    number, head = dependabot_pull(world, "dependency_updates: fix\n")
+    world.repair.outcome = fixed(world)
+    red_ci(world, number, head)
+    assert world.drain() == [("repair_ci_failure", "fixed"), ("publish_result", "applied")]
+
+    tip = world.double.branch_sha(REPO, BRANCH)
+    assert tip != head and world.double.read_file(REPO, str(tip), "app.py") == MIGRATED
+    assert (
+        world.double.read_file(REPO, f"{tip}^", "requirements.txt") == "textlib==2.1.0\n"
+    )  # on top of the bump
+    assert "migrate the code to the dependency update" in world.double.commit_info(REPO, str(tip))["message"]
+    assert sorted(p["number"] for p in world.double.open_pulls(REPO)) == [world.pull, number]  # no stacked PR
+    (attempt,) = world.store.attempts(repo=REPO)
+    assert attempt.requested_by is None and attempt.publish_state == "published"
+    (notice,) = [
+        e for e in world.store.events(kind="notice") if (e.data or {}).get("policy") == "dependency_updates"
+    ]
+    assert notice.data is not None and notice.data["commit"] == tip
+
+
+@pytest.mark.parametrize(
+    ("arcs_yml", "author", "why"),
+    [
+        # The default value is not explicit configuration: a bot's branch is pushed to only when asked.
+        ("tier: auto\n", DEPENDABOT, "`dependency_updates: fix` is not written"),
+        # A person's pull request from a branch named like Dependabot's is not an update bot's.
+        ("dependency_updates: fix\n", "maintainer", "is not a Dependabot or Renovate pull request"),
+    ],
+)
+def test_otherwise_the_fix_is_a_pull_request_stacked_on_the_update(
+    world: World, arcs_yml: str, author: str, why: str
+) -> None:
+    number, head = dependabot_pull(world, arcs_yml, author=author)
+    world.repair.outcome = fixed(world)
+    red_ci(world, number, head)
+    assert world.drain() == [("repair_ci_failure", "fixed"), ("publish_result", "published")]
+    assert world.double.branch_sha(REPO, BRANCH) == head  # untouched
+    stacked = [p for p in world.double.open_pulls(REPO) if p["number"] not in (world.pull, number)]
+    assert [p["base"]["ref"] for p in stacked] == [BRANCH]
+    (notice,) = [
+        e for e in world.store.events(kind="notice") if (e.data or {}).get("policy") == "dependency_updates"
+    ]
+    assert why in notice.message
