@@ -35,7 +35,7 @@ from jobs.config_model import ArcsConfig, FixKind
 from jobs.fix_kind import read_fix_kind
 from jobs.logctx import set_outcome
 from jobs.ports import WRITE_PERMISSIONS, AttemptView, is_bot_account
-from jobs.report_summary import stored_report
+from jobs.report_summary import attempt_summary, stored_report
 from jobs.run import AttemptRun
 
 log = structlog.get_logger("arcs.pipeline")
@@ -195,10 +195,14 @@ def try_update_commit(run: AttemptRun, config: ArcsConfig) -> str | None:
         f"Attempt #{attempt.id} committed the migration to `{branch}` as {sha[:7]} "
         "(`dependency_updates: fix` in `.arcs.yml`)."
     )
+    # The check run keeps the summary with the dependency section (bumps, what broke, the migration).
+    check = render.check_run_output("completed", attempt_summary(attempt))
+    check["summary"] = render.truncate(f"{said}\n\n{check['summary']}", render.MAX_CHECK_TEXT)
     run.tell(
         "ARCS committed the migration to the dependency update",
         said,
         conclusion="success",
+        check=check,
         comment_body=f"{said}\n\n{render.status_marker(attempt.id)}",
     )
     set_outcome(APPLIED, commit=sha, kind="dependency")

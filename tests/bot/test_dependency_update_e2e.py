@@ -10,6 +10,7 @@ says and delivers runs through the pipeline and the App's gateway.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,8 +19,10 @@ from jobs import pipeline
 from jobs.repair.depupdate.detect import Bump
 from jobs.repair.depupdate.record import DependencyUpdate
 from jobs.repair.report import RepairReport
+from jobs.repair_service import FixRepairService
 from tests.bot import checks_world
 from tests.bot.checks_world import REPO, World, published
+from tests.jobs.test_dependency_stage import APP, TEST, LocalFetch, installed_runner, versions
 
 world = checks_world.world  # the fixture
 
@@ -31,6 +34,13 @@ pytest
 app.py:1: in <module>
     from textlib import soft_unicode
 E   ImportError: cannot import name 'soft_unicode' from 'textlib'
+##[error]Process completed with exit code 1.
+"""
+SHOUT_TEST = "from app import shout\n\n\ndef test_shout():\n    assert shout('a') == 'A'\n"
+SHOUT_LOG = f"""##[group]Run pytest -q
+pytest -q
+##[endgroup]
+FAILED {TEST} - ImportError: cannot import name 'soft_unicode' from 'textlib'
 ##[error]Process completed with exit code 1.
 """
 SECTION = (
@@ -56,10 +66,10 @@ def dependabot_pull(world: World, arcs_yml: str = "", *, author: str = DEPENDABO
     return number, head
 
 
-def red_ci(world: World, number: int, head: str, *, delivery: str | None = None) -> Any:
+def red_ci(world: World, number: int, head: str, *, delivery: str | None = None, log: str = RED_LOG) -> Any:
     """Dependabot's pull request's workflow run failed; delivered as GitHub sends it."""
     run = world.double.add_workflow_run(
-        REPO, head_sha=head, head_branch=BRANCH, jobs=[("test", "failure", RED_LOG)], event="pull_request"
+        REPO, head_sha=head, head_branch=BRANCH, jobs=[("test", "failure", log)], event="pull_request"
     )
     payload = world.repo_payload(published("workflow_run", "completed", index=1), DEPENDABOT)
     repo_id = world.double.repos[REPO].id
@@ -212,3 +222,40 @@ def test_otherwise_the_fix_is_a_pull_request_stacked_on_the_update(
         e for e in world.store.events(kind="notice") if (e.data or {}).get("policy") == "dependency_updates"
     ]
     assert why in notice.message
+
+
+# --- the real engine: the migration found by tier 0, verified, committed on Dependabot's branch ----
+
+
+def test_a_red_dependabot_pull_request_gets_the_engines_migration_on_its_branch(
+    world: World, tmp_path: Path
+) -> None:
+    roots = versions(tmp_path)
+    fetch = LocalFetch(roots)
+    world.deps.repair = FixRepairService(
+        settings=world.settings,
+        runner=installed_runner(roots),
+        fetch=fetch,
+        toolchains=(),
+        use_index=False,
+        parallel=1,
+    )
+    world.double.commit(
+        REPO,
+        {"app.py": APP, "tests/test_app.py": SHOUT_TEST, "requirements.txt": "textlib==2.0.1\n"},
+        branch="main",
+    )
+    number, head = dependabot_pull(world, "dependency_updates: fix\ntest: pytest -q\n")
+    red_ci(world, number, head, log=SHOUT_LOG)
+    assert world.drain() == [("repair_ci_failure", "fixed"), ("publish_result", "applied")]
+
+    assert sorted(fetch.asked) == [("pypi", "textlib", "2.0.1"), ("pypi", "textlib", "2.1.0")]
+    tip = world.double.branch_sha(REPO, BRANCH)
+    assert tip != head
+    migrated = world.double.read_file(REPO, str(tip), "app.py") or ""
+    assert "from textlib import soft_str" in migrated and "soft_unicode" not in migrated
+    assert world.double.read_file(REPO, str(tip), "requirements.txt") == "textlib==2.1.0\n"  # the bump kept
+    assert sorted(p["number"] for p in world.double.open_pulls(REPO)) == [world.pull, number]
+    (check,) = [c for c in world.checks() if c["head_sha"] == head]
+    assert "### Dependency update" in check["output"]["summary"]
+    assert "ARCS migrated" in check["output"]["summary"] and check["conclusion"] == "success"
