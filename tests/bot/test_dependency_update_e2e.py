@@ -227,9 +227,9 @@ def test_otherwise_the_fix_is_a_pull_request_stacked_on_the_update(
 # --- the real engine: the migration found by tier 0, verified, committed on Dependabot's branch ----
 
 
-def test_a_red_dependabot_pull_request_gets_the_engines_migration_on_its_branch(
-    world: World, tmp_path: Path
-) -> None:
+def engine_world(world: World, tmp_path: Path, arcs_yml: str) -> tuple[LocalFetch, int, str]:
+    """The worker's real repair service (tier 0, the fetch port on local folders, the tests run
+    for real) on a repository whose Dependabot pull request bumps textlib past a rename."""
     roots = versions(tmp_path)
     fetch = LocalFetch(roots)
     world.deps.repair = FixRepairService(
@@ -245,7 +245,14 @@ def test_a_red_dependabot_pull_request_gets_the_engines_migration_on_its_branch(
         {"app.py": APP, "tests/test_app.py": SHOUT_TEST, "requirements.txt": "textlib==2.0.1\n"},
         branch="main",
     )
-    number, head = dependabot_pull(world, "dependency_updates: fix\ntest: pytest -q\n")
+    number, head = dependabot_pull(world, arcs_yml)
+    return fetch, number, head
+
+
+def test_a_red_dependabot_pull_request_gets_the_engines_migration_on_its_branch(
+    world: World, tmp_path: Path
+) -> None:
+    fetch, number, head = engine_world(world, tmp_path, "dependency_updates: fix\ntest: pytest -q\n")
     red_ci(world, number, head, log=SHOUT_LOG)
     assert world.drain() == [("repair_ci_failure", "fixed"), ("publish_result", "applied")]
 
@@ -259,3 +266,18 @@ def test_a_red_dependabot_pull_request_gets_the_engines_migration_on_its_branch(
     (check,) = [c for c in world.checks() if c["head_sha"] == head]
     assert "### Dependency update" in check["output"]["summary"]
     assert "ARCS migrated" in check["output"]["summary"] and check["conclusion"] == "success"
+
+
+def test_comment_mode_with_the_engine_names_the_removed_symbol_and_its_call_site(
+    world: World, tmp_path: Path
+) -> None:
+    _, number, head = engine_world(world, tmp_path, "dependency_updates: comment\ntest: pytest -q\n")
+    red_ci(world, number, head, log=SHOUT_LOG)
+    assert world.drain() == [("repair_ci_failure", "no_fix")]
+    assert world.double.branch_sha(REPO, BRANCH) == head
+    assert sorted(p["number"] for p in world.double.open_pulls(REPO)) == [world.pull, number]
+    (comment,) = [
+        c for c in world.double.comments_on(REPO, number) if "attempt=dependency-" in str(c["body"])
+    ]
+    body = str(comment["body"])
+    assert "textlib.soft_unicode" in body and "app.py:1" in body and "dependency_updates: comment" in body
