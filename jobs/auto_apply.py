@@ -15,6 +15,11 @@ request into it, when all of these hold (else it is published as by default, and
 * the pull request is open, not from a fork, and its head is still the commit the fix was made on;
 * the push is a fast-forward of that head (:meth:`jobs.ports.GitHubGateway.commit_on_top`): when
   someone pushed meanwhile or branch protection refuses it, the fix pull request is opened instead.
+
+A red dependency update's fix (#27, :func:`try_update_commit`) is committed to the update's own
+branch under the same last three rules, but in place of a writer it asks for explicit
+configuration and an update bot's pull request (Dependabot, Renovate): their pull requests have no
+person behind them, and a ``[bot]`` login grants nothing else.
 """
 
 from __future__ import annotations
@@ -30,12 +35,12 @@ from jobs.config_model import ArcsConfig, FixKind
 from jobs.fix_kind import read_fix_kind
 from jobs.logctx import set_outcome
 from jobs.ports import WRITE_PERMISSIONS, AttemptView, is_bot_account
-from jobs.report_summary import stored_report
+from jobs.report_summary import attempt_summary, stored_report
 from jobs.run import AttemptRun
 
 log = structlog.get_logger("arcs.pipeline")
 
-__all__ = ["APPLIED", "for_pull_request", "try_auto_apply"]
+__all__ = ["APPLIED", "UPDATE_BOTS", "for_pull_request", "try_auto_apply", "try_update_commit"]
 
 APPLIED: Final = "applied"
 """``publish_result``'s outcome when the fix was committed to the pull request's branch."""
@@ -46,6 +51,10 @@ KIND_NAMES: Final[dict[str, str]] = {
     "revert": "a revert of the lines that broke",
     "llm": "a model's fix",
 }
+
+UPDATE_BOTS: Final[dict[str, str]] = {"dependabot[bot]": "dependabot/", "renovate[bot]": "renovate/"}
+"""The dependency-update bots whose pull requests may get a migration committed (#27), and the
+branch prefix each pushes: the pull request's author and its head branch must both match."""
 
 
 def for_pull_request(attempt: AttemptView) -> bool:
@@ -128,6 +137,84 @@ def try_auto_apply(run: AttemptRun, config: ArcsConfig) -> str | None:
     set_outcome(APPLIED, commit=sha, kind=kind)
     log.info("publish.auto_applied", branch=branch, commit=sha[:12], kind=kind)
     return APPLIED
+
+
+def try_update_commit(run: AttemptRun, config: ArcsConfig) -> str | None:
+    """A fix of a red dependency update (#27) committed on top of the update's own branch:
+    :data:`APPLIED`, or None to publish as by default (a pull request stacked on the update).
+
+    The bot's pull request has no person behind it, so instead of a writer's permission this
+    asks for explicit configuration: ``dependency_updates: fix`` written in ``.arcs.yml`` on the
+    default branch (``config``; the default value does not count), a pull request authored by
+    one of :data:`UPDATE_BOTS` from that bot's branch, open, not from a fork, its head still the
+    commit the fix was made on, and a fast-forward push (:meth:`GitHubGateway.commit_on_top`)."""
+    attempt = run.attempt
+    update = stored_report(attempt).dependency if for_pull_request(attempt) else None
+    if update is None or update.mode != "fix":
+        return None
+    if config.dependency_updates != "fix" or "dependency_updates" not in config.model_fields_set:
+        _not_update(run, "`dependency_updates: fix` is not written in `.arcs.yml` on the default branch")
+        return None
+    assert attempt.issue_number is not None and attempt.head_branch and attempt.head_sha  # for_pull_request
+    number, branch, head = attempt.issue_number, attempt.head_branch, attempt.head_sha
+    try:
+        pr = run.gh.get_pull_request(run.repo, number)
+        prefix = UPDATE_BOTS.get((pr.author or "").casefold())
+        if prefix is None or not branch.startswith(prefix):
+            _not_update(run, f"#{number} is not a Dependabot or Renovate pull request from its own branch")
+            return None
+        if pr.state != "open" or pr.head_repo not in (None, run.repo) or pr.head_branch != branch:
+            _not_update(run, f"#{number} is not an open pull request of {run.repo} on `{branch}`")
+            return None
+        if pr.head_sha != head:
+            _not_update(run, f"`{branch}` moved on from {head[:7]} to {pr.head_sha[:7]}")
+            return None
+        message = (
+            f"ARCS: migrate the code to the dependency update\n\nAttempt #{attempt.id} ({update.title}).\n"
+        )
+        sha = run.gh.commit_on_top(run.repo, branch, head, dict(attempt.files or {}), message)
+    except Exception as exc:  # the stacked pull request still works without this
+        run.event(
+            "error",
+            f"dependency update: commit failed, publishing as a pull request: {type(exc).__name__}: {exc}",
+        )
+        return None
+    if sha is None:
+        _not_update(run, f"`{branch}` moved or refused the push")
+        return None
+    run.update(publish_state="published")
+    run.event(
+        "notice",
+        f"dependency_updates: fix committed to {branch} as {sha[:12]}",
+        policy="dependency_updates",
+        commit=sha,
+        branch=branch,
+        pull_request=number,
+    )
+    said = (
+        f"Attempt #{attempt.id} committed the migration to `{branch}` as {sha[:7]} "
+        "(`dependency_updates: fix` in `.arcs.yml`)."
+    )
+    # The check run keeps the summary with the dependency section (bumps, what broke, the migration).
+    check = render.check_run_output("completed", attempt_summary(attempt))
+    check["summary"] = render.truncate(f"{said}\n\n{check['summary']}", render.MAX_CHECK_TEXT)
+    run.tell(
+        "ARCS committed the migration to the dependency update",
+        said,
+        conclusion="success",
+        check=check,
+        comment_body=f"{said}\n\n{render.status_marker(attempt.id)}",
+    )
+    set_outcome(APPLIED, commit=sha, kind="dependency")
+    log.info("publish.update_committed", branch=branch, commit=sha[:12])
+    return APPLIED
+
+
+def _not_update(run: AttemptRun, why: str) -> None:
+    run.event(
+        "notice", f"dependency_updates: published as a pull request: {why}", policy="dependency_updates"
+    )
+    log.info("publish.update_commit_skipped", reason=why[:200])
 
 
 def _message(attempt: AttemptView, kind: FixKind) -> str:

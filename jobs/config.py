@@ -62,6 +62,7 @@ from jobs.config_model import (
     RUNNER_KEYS,
     ArcsConfig,
     BudgetConfig,
+    DependencyUpdates,
     OnNoFix,
     PathsConfig,
     SetupNetwork,
@@ -89,6 +90,7 @@ __all__ = [
     "RepoConfig",
     "SetupNetwork",
     "Triggers",
+    "dependency_updates_of",
     "from_repo_config",
     "inherited_keys",
     "load",
@@ -205,6 +207,15 @@ def paths_of(runner: RepoConfig) -> PathsConfig:
     name = _name(runner.path) if runner.path is not None else ".arcs.yml"
     paths = runner.extra.get("paths")
     return _validate(ArcsConfig, {"paths": paths}, name).paths
+
+
+def dependency_updates_of(runner: RepoConfig) -> DependencyUpdates:
+    """The ``dependency_updates:`` key of an ``.arcs.yml`` read leniently for its runner keys
+    (``arcs fix``): validated like :func:`parse` does (``fix`` when the file does not say)."""
+    name = _name(runner.path) if runner.path is not None else ".arcs.yml"
+    value = runner.extra.get("dependency_updates")
+    data = {} if value is None else {"dependency_updates": value}
+    return _validate(ArcsConfig, data, name).dependency_updates
 
 
 # --------------------------------------------------------------------------- the whole file

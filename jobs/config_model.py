@@ -325,7 +325,9 @@ class ArcsConfig(_Section):
     dependency_updates: UpdateChoice = Field(
         default="fix",
         description="A dependency update (Dependabot, Renovate) whose CI is red: `fix` migrates the code to "
-        "the new version (a commit on the update's branch or a stacked pull request), `comment` only names "
+        "the new version (a commit on the update's own branch when this key is written in the default branch's "
+        "file and the pull request is Dependabot's or Renovate's, else a pull request stacked on the update), "
+        "`comment` only names "
         "the breaking changes that hit this repository, `off` leaves it alone. ARCS does not revert the bump.",
     )
     extends: Annotated[StrictStr, StringConstraints(pattern=ORG_DEFAULTS)] | None = Field(

@@ -5,7 +5,9 @@ the user is told, and for a fix (or a partial fix the repository asked to publis
 ``fixed`` with changed files -> ``fixed`` and publishing queued; ``interrupted`` (``/arcs stop``,
 a pause) -> ``skipped``; ``environment`` (the tests could not run at all) -> ``environment``;
 ``partial`` -> ``partial`` (a pull request only with ``open_pr_on_partial``); anything else ->
-``no_fix``, naming the owner's monthly cap when that, not the attempt's own budget, stopped it.
+``no_fix``, naming the owner's monthly cap when that, not the attempt's own budget, stopped it;
+for a dependency update (#27) a ``no_fix`` also gets its own comment on the update's pull request
+naming the breaking changes that hit the repository.
 The cost replaces the attempt's USD reservation.
 """
 
@@ -20,6 +22,7 @@ import structlog
 from jobs import render, render_checks
 from jobs.logctx import set_outcome
 from jobs.policy import binding_cap, budget_stop_reason
+from jobs.render_depupdate import dependency_comment
 from jobs.repair.report import RepairReport
 from jobs.report_summary import attempt_summary
 from jobs.run import AttemptRun, enqueue_publish, one_line
@@ -135,6 +138,21 @@ def _test_history(run: AttemptRun, report: RepairReport) -> str:
     return report_evidence(history, run.repo, sha=sha, attempt_id=run.attempt.id, report=report)
 
 
+def _dependency_comment(run: AttemptRun, report: RepairReport) -> None:
+    """A dependency update with no verified fix (``dependency_updates: comment``, or ``fix`` when
+    nothing passed, #27): its own comment on the update's pull request naming what broke. Its
+    marker makes a retried job edit it in place; a failure to post is an event, not raised."""
+    update = report.dependency
+    number = run.attempt.issue_number
+    if update is None or update.mode == "off" or number is None or run.attempt.trigger != "ci":
+        return
+    body = dependency_comment(update, run.attempt.id)
+    try:
+        run.gh.create_or_edit_status_comment(run.repo, number, body, None)
+    except Exception as exc:  # the check run carries the same section
+        run.event("error", f"could not post the dependency comment: {type(exc).__name__}: {exc}")
+
+
 def record_outcome(run: AttemptRun, report: RepairReport) -> str:
     """Store what the repair produced and tell the user; a fix queues ``publish_result``.
 
@@ -200,6 +218,7 @@ def record_outcome(run: AttemptRun, report: RepairReport) -> str:
         check=render.check_run_output("completed", summary, reason=f"{report.verdict}: {reason}"),
         annotations=render_checks.check_annotations(summary),
     )
+    _dependency_comment(run, report)
     if report.revert is not None and report.revert.files:
         # `on_no_fix: revert` (#14): the engine verified a revert of the culprit; publishing
         # re-checks every rule (default branch, limits, .arcs.yml) before opening its PR.

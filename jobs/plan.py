@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from jobs.config import PathsConfig, paths_of
+from jobs.config import PathsConfig, dependency_updates_of, paths_of
 from jobs.repair.budget import Budget
 from jobs.repair.changes import ChangeSet
 from jobs.repair.loop_config import GateConfig, LoopConfig
@@ -353,7 +353,8 @@ def for_cli(
     changes: ChangeSet | None = None,
 ) -> RepairPlan:
     """``arcs fix``'s plan (also the Action's, the demo's, the benches'): a local folder, the
-    flags as given, the folder's own ``.arcs.yml`` runner part (``repo_config``), its local index.
+    flags as given, the folder's own ``.arcs.yml`` runner part (``repo_config``; its ``paths`` and
+    ``dependency_updates`` keys too), its local index.
 
     The tier is taken as asked (the engine refuses a model tier without a model); ``loop``'s test
     timeout becomes ``.arcs.yml`` ``timeout_s`` when that is set.
@@ -374,6 +375,7 @@ def for_cli(
         ci_tests=ci_tests,
         hints=hints,
         changes=changes,
+        dependency_updates=dependency_updates_of(repo_config),
         test_command=test_command,
         budget=own,
         budget_own=own,

@@ -28,7 +28,7 @@ from structlog.contextvars import bind_contextvars
 from jobs import render, revert_pr
 from jobs.admission import count_arcs_prs, pr_limit_reached, updates_open_pr
 from jobs.attempt import load_config
-from jobs.auto_apply import for_pull_request, try_auto_apply
+from jobs.auto_apply import for_pull_request, try_auto_apply, try_update_commit
 from jobs.branches import branch_name
 from jobs.checks_watch import schedule_probe
 from jobs.config import ArcsConfig
@@ -127,7 +127,8 @@ def _pending_revert(attempt: AttemptView | None) -> RepairReport | None:
 
 
 def _auto_apply(run: AttemptRun) -> str | None:
-    """``auto_apply`` (:mod:`jobs.auto_apply`), asked only for a fix of a pull request's branch;
+    """``auto_apply`` and a dependency update's commit (:mod:`jobs.auto_apply`), asked only for a
+    fix of a pull request's branch;
     ``.arcs.yml`` is the default branch's (a malformed one applies nothing)."""
     if not for_pull_request(run.attempt):
         return None
@@ -138,7 +139,8 @@ def _auto_apply(run: AttemptRun) -> str | None:
     except Exception as exc:  # the default publishing does not need it
         run.event("error", f"auto_apply: could not read .arcs.yml: {type(exc).__name__}: {exc}")
         return None
-    return try_auto_apply(run, config)
+    # A red dependency update's migration goes on the update's own branch when .arcs.yml says so.
+    return try_update_commit(run, config) or try_auto_apply(run, config)
 
 
 def _publish(run: AttemptRun) -> str:

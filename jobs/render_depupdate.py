@@ -20,13 +20,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from jobs.render import status_marker
 from jobs.render_text import defuse, fenced, one_line, truncate
 from jobs.repair.depupdate.apidiff import ApiChange
 from jobs.repair.depupdate.context import DependencyChange
 from jobs.repair.depupdate.hits import Hit
+from jobs.repair.depupdate.record import DependencyUpdate
 from jobs.repair.tier0.migrate import MigrationCandidate
 
-__all__ = ["DependencyReport", "Mode", "dependency_markdown", "dependency_title"]
+__all__ = [
+    "DependencyReport",
+    "Mode",
+    "dependency_comment",
+    "dependency_comment_marker",
+    "dependency_markdown",
+    "dependency_title",
+]
 
 Mode = Literal["fix", "comment", "off"]
 MAX_CHANGES = 12
@@ -193,3 +202,16 @@ def dependency_markdown(report: DependencyReport, *, limit: int = LIMIT) -> str:
         out += part
     out += ["", what]
     return truncate("\n".join(out), limit)
+
+
+def dependency_comment_marker(attempt_id: int | str) -> str:
+    """The hidden marker of an attempt's dependency comment: its own, not the status comment's,
+    so a retried job finds and edits this comment instead of posting a second one."""
+    return status_marker(f"dependency-{attempt_id}")
+
+
+def dependency_comment(update: DependencyUpdate, attempt_id: int | str) -> str:
+    """The comment on the update's pull request when no fix verified (or ``dependency_updates:
+    comment``): the title and the section (already defused and fenced), then the marker."""
+    title = update.title or "Dependency update: breaking changes"
+    return f"**{title}**\n\n{update.markdown}\n\n{dependency_comment_marker(attempt_id)}"

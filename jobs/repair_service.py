@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from jobs.dependency_changes import Fetch
 from jobs.engine import EngineConfig, EnginePorts, EngineSettings, LoopRun, execute, report_of
 from jobs.engine_ports import attempt_index, worker_toolchains
 from jobs.plan import LLMRef, PlanDefaults, RepairPlan
@@ -62,6 +63,8 @@ class FixRepairService:
     llm_config: LLMConfig | None = None
     history: HistoryStore | None = None
     """The repository's test history (#26): the culprit bisect reads the targets' flake rate."""
+    fetch: Fetch | None = None
+    """Unpacks a bumped dependency's versions (#27; None: the engine downloads from the index)."""
 
     def resolved_llm(self) -> LLMConfig:
         """``llm_config``, else :func:`jobs.wiring.llm_config` of the settings (resolved once)."""
@@ -109,6 +112,7 @@ class FixRepairService:
             interrupt=interrupt,
             index=index,
             history=self.history,
+            fetch=self.fetch,
         )
 
     def run(self, plan: RepairPlan, *, interrupt: Interrupt | None = None) -> RepairReport:

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from bot.settings import Settings
+from jobs.config import load_repo_config
 from jobs.engine import EngineConfig, EnginePorts, execute, report_of
+from jobs.fix import FixRequest, fix, plan_of
 from jobs.history import read_changeset
 from jobs.plan import for_cli
 from jobs.render import check_run_output, pr_body
@@ -25,6 +27,7 @@ from runners.base import Execution
 from runners.commands import JUNIT_PATH
 from runners.config import RepoConfig
 from runners.distfetch import FetchError
+from runners.errors import ConfigError
 from runners.fake import FakeCall, FakeRunner, fake_execution
 from tests.bot.test_cli_fix import junit
 from tests.jobs.test_culprit import commit, git
@@ -197,3 +200,38 @@ def test_off_mode_leaves_the_update_alone(
     ports = EnginePorts(config=EngineConfig.of(settings), runner=installed_runner(roots), fetch=fetch)
     report = report_of(execute(the_plan, ports))  # type: ignore[arg-type]
     assert report.dependency is None and fetch.asked == []
+
+
+@pytest.mark.parametrize("mode", ["comment", "off"])
+def test_arcs_fix_reads_dependency_updates_from_the_folders_arcs_yml(
+    bumped: tuple[Path, str], tmp_path: Path, settings: Settings, mode: str
+) -> None:
+    repo, base = bumped
+    (repo / ".arcs.yml").write_text(f"dependency_updates: {mode}\n")
+    roots = versions(tmp_path)
+    fetch = LocalFetch(roots)
+    request = FixRequest(
+        repo=repo,
+        test_command="pytest -q",
+        tier="0",
+        use_index=False,
+        trace_out=tmp_path / "trace.json",
+        changes=read_changeset(repo, base, "HEAD"),
+        ci_tests=(TEST,),
+        budget=Budget(executions=12),
+    )
+    report = report_of(fix(settings, request, runner=installed_runner(roots), fetch=fetch))
+    if mode == "off":
+        assert report.dependency is None and fetch.asked == []
+    else:
+        assert report.dependency is not None and report.dependency.mode == "comment"
+        assert not report.fixed and report.candidates == 0
+
+
+def test_a_bad_dependency_updates_value_stops_arcs_fix_naming_the_key(bumped: tuple[Path, str]) -> None:
+    repo, _ = bumped
+    (repo / ".arcs.yml").write_text("dependency_updates: sometimes\n")
+    with pytest.raises(ConfigError, match="dependency_updates"):
+        plan_of(FixRequest(repo=repo), load_repo_config(repo))
+    (repo / ".arcs.yml").write_text("test: pytest -q\n")
+    assert plan_of(FixRequest(repo=repo), load_repo_config(repo)).dependency_updates == "fix"
