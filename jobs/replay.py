@@ -270,10 +270,10 @@ def _restore_base(root: Path, files: dict[str, object]) -> None:
             raise UsageError(f"replay: recorded path {rel!r} escapes the repository ({exc})") from None
 
 
-def budget_divergence(trace: Trace, loop_budget: Budget) -> Divergence | None:
+def budget_divergence(trace: Trace, window: Budget) -> Divergence | None:
     """A trace recorded before #25 keeps the loop's own budget in ``repo["loop_budget"]`` (the whole
     budget less the change-first reserve; read, never written now); the replay recomputes the
-    search's window from the task and the budget (``loop_budget``: the whole budget with the
+    search's window from the task and the budget (``window``: the whole budget with the
     window's executions), so the two must agree. None: they do, or the trace records none (or a
     garbled one)."""
     recorded = trace.repo.get("loop_budget")
@@ -284,9 +284,9 @@ def budget_divergence(trace: Trace, loop_budget: Budget) -> Divergence | None:
         held = Budget(**{k: v for k, v in recorded.items() if k in names})
     except (TypeError, ValueError):
         return None
-    if held == loop_budget:
+    if held == window:
         return None
-    return Divergence("budget", "loop budget", str(held.as_dict()), str(loop_budget.as_dict()))
+    return Divergence("budget", "loop budget", str(held.as_dict()), str(window.as_dict()))
 
 
 def _tier(name: str) -> TierRequest:
