@@ -1,6 +1,13 @@
 """One wiring of a repair (#25): :func:`build` makes the sandbox workbench, tier 0's change-first
-wrapper (:func:`jobs.change_repair.change_aware`), the retrieval and the loop, and hands back a
-:class:`Repair` that runs the loop under the budget the change-first runs leave it.
+wrapper (:func:`jobs.change_repair.change_aware`), the retrieval, the loop and the repair's one
+:class:`~jobs.repair.meter.BudgetMeter`, and hands back a :class:`Repair` that runs them.
+
+One meter for the whole repair (#25): the autofix and the early bisection (change-first), the
+search and the culprit stage all charge it. The search runs in a window of it,
+``meter.window(executions=window(E, R))``, ``R`` being what change-first may draw
+(:attr:`jobs.change_repair.ChangeFirst.reserve`): the search's own runs are bounded by ``E - R``
+exactly as the separate loop budget used to bound them, so every decision is the same.
+:meth:`Repair.run` writes the trace's and the result's spend once, after the culprit stage.
 
 Both :func:`jobs.engine.execute` (``arcs fix``, the worker, the Action) and :func:`jobs.replay.replay`
 call it: the engine with live ports, replay with recorded ones (:class:`RepairPorts`
@@ -19,12 +26,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jobs.change_repair import ChangeFirst, change_aware
-from jobs.culprit import loop_budget
+from jobs.culprit import ChangeOutcome
 from jobs.dependency_stage import DependencyStage
 from jobs.repair.budget import Budget
 from jobs.repair.llm import LLM
 from jobs.repair.loop import RepairLoop, RepairResult
 from jobs.repair.loop_config import LoopConfig
+from jobs.repair.meter import BudgetMeter
 from jobs.repair.ports import Clock, Interrupt, Proposer
 from jobs.repair.spec import RepairSpec
 from jobs.repair.task import RepairTask
@@ -40,6 +48,10 @@ if TYPE_CHECKING:
     from jobs.repair.tools_session import RecordedTools
     from runners.commands import ResolvedCommand
 
+Culprit = Callable[[RepairResult, BudgetMeter], ChangeOutcome]
+"""The culprit stage after the search (:func:`jobs.culprit.after_loop` bound to the plan): it
+charges its runs to the meter it is given."""
+
 Retrieval = Callable[[], contextlib.AbstractContextManager[tuple["Retriever | None", str]]]
 """Opens the retrieval a repair searches: ``(retriever or None, index snapshot id)``."""
 
@@ -52,7 +64,7 @@ class RepairSetup:
     """The tree the repair runs on (replay: a copy with the recorded base text restored)."""
     command: ResolvedCommand
     budget: Budget
-    """The whole budget: the loop gets it less the change-first reserve (:attr:`Repair.loop_budget`)."""
+    """The whole budget, metered once; the search spends in a window of it (:attr:`Repair.window`)."""
     loop: LoopConfig
     changes: ChangeSet | None = None
     memory_mb: int = 2048
@@ -89,25 +101,36 @@ class Repair:
     loop: RepairLoop
     workbench: SandboxWorkbench
     first: ChangeFirst
-    """Tier 0's first offers: what they reserve, ran and found."""
+    """Tier 0's first offers: what they reserve and found."""
+    meter: BudgetMeter
+    """The whole repair's meter (its clock starts in :meth:`run`)."""
     snapshot: str = ""
     """The index snapshot retrieval read ('' without retrieval)."""
     migrations: DependencyUpdateProposer | None = None
     """``dependency_updates: fix``: the proposer that offered the migrations (its ``offers``)."""
 
     @property
-    def loop_budget(self) -> Budget:
-        """The budget the loop runs under: the whole one less the runs the change-first offers
-        (autofix, early bisection) make outside the loop's meter."""
-        return loop_budget(self.setup.budget, self.first.reserve)
+    def window(self) -> int:
+        """The executions the search may spend: the whole budget's less what change-first may
+        draw, never below 1 (all of them when it draws nothing)."""
+        executions, reserve = self.setup.budget.executions, self.first.reserve
+        return executions if reserve <= 0 else max(1, executions - reserve)
 
-    def run(self, task: RepairTask, tier: TierRequest) -> RepairResult:
-        """Reproduce and repair ``task`` (the loop's raw result, with its trace)."""
+    def run(
+        self, task: RepairTask, tier: TierRequest, culprit: Culprit | None = None
+    ) -> tuple[RepairResult, ChangeOutcome]:
+        """Reproduce and repair ``task`` in a window of the meter, then (``culprit``) look for
+        the culprit on what the meter has left; the result and its trace carry the whole spend."""
         deps = self.setup.dependencies
         if deps is not None:  # the LLM tiers' section of what changed in the dependencies
             task = deps.task(task, self.workbench.source())
-        spec = RepairSpec(task=task, budget=self.loop_budget, tier=tier, loop=self.setup.loop)
-        return self.loop.run(spec)
+        spec = RepairSpec(task=task, budget=self.setup.budget, tier=tier, loop=self.setup.loop)
+        self.meter.start()
+        result = self.loop.run(spec, meter=self.meter.window(executions=self.window))
+        change = culprit(result, self.meter) if culprit is not None else ChangeOutcome()
+        spend = self.meter.spend()
+        result.trace.spend = spend  # the one write of the spend: everything the repair ran
+        return replace(result, spend=spend), change
 
 
 @contextlib.contextmanager
@@ -116,6 +139,8 @@ def build(setup: RepairSetup, ports: RepairPorts) -> Iterator[Repair]:
     retrieval are closed on exit."""
     with contextlib.ExitStack() as stack:
         command = setup.command
+        # Started when the repair runs (as the loop's own meter was), not while it is wired.
+        meter = BudgetMeter(setup.budget, ports.clock, reserve_s=setup.loop.min_wall_s, started=False)
         workbench = stack.enter_context(
             SandboxWorkbench(
                 setup.repo,
@@ -139,6 +164,7 @@ def build(setup: RepairSetup, ports: RepairPorts) -> Iterator[Repair]:
                 repo=setup.repo,
                 runner=ports.runner,
                 workbench=workbench,
+                count=meter.count_runs,
                 memory_mb=setup.memory_mb,
                 env=command.env,
                 setup=command.setup_shell,
@@ -167,7 +193,7 @@ def build(setup: RepairSetup, ports: RepairPorts) -> Iterator[Repair]:
             tool_replay=ports.recorded_tools,
             spectrum_replay=ports.recorded_spectrum,
         )
-        yield Repair(setup, loop, workbench, first, snapshot, migrations)
+        yield Repair(setup, loop, workbench, first, meter, snapshot, migrations)
 
 
 __all__ = ["Repair", "RepairPorts", "RepairSetup", "Retrieval", "build"]

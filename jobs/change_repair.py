@@ -4,7 +4,7 @@ change since the last green run) around the proposer a plan uses, and the lines 
 :func:`jobs.build.build` calls :func:`change_aware` once it has the runner and the workbench (with
 several commits since green it sets up a bisection to the culprit, in that workbench, before the
 reverts are ranked: :func:`_early_bisect`); the :class:`ChangeFirst` it returns says what the
-wrapper reserved, ran and found, and :meth:`ChangeFirst.notices` gives the trace lines after the loop. Autofix runs through :class:`jobs.command_bench.SandboxCommandBench` on the same
+wrapper reserves and found, and :meth:`ChangeFirst.notices` gives the trace lines after the loop. Autofix runs through :class:`jobs.command_bench.SandboxCommandBench` on the same
 runner and the repository's own environment (toolchains, ``.arcs.yml`` ``setup``); at most
 :data:`AUTOFIX_RUNS` sandboxed runs, besides the loop's own verification of the offer.
 """
@@ -12,7 +12,7 @@ runner and the repository's own environment (toolchains, ``.arcs.yml`` ``setup``
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,20 +51,10 @@ class ChangeFirst:
 
     @property
     def reserve(self) -> int:
-        """Executions kept out of the loop's budget for the runs made outside the loop's meter:
-        the autofix's runs when it has a bench, and the early bisection's reserve."""
+        """Executions the change-first runs may draw (the search's window is the rest): the
+        autofix's runs when it has a bench, and the early bisection's reserve."""
         autofix = self.aware.autofix_runs if self.aware is not None and self.bench is not None else 0
         return autofix + (self.early.reserve if self.early is not None else 0)
-
-    @property
-    def autofix_runs(self) -> int:
-        """Sandboxed runs the autofix made (counted in ``Budget.executions`` by the engine)."""
-        return self.bench.runs if self.bench is not None else 0
-
-    @property
-    def outside_runs(self) -> int:
-        """Sandboxed runs made outside the loop's meter: autofix and the early bisection."""
-        return self.autofix_runs + (self.early.runs if self.early is not None else 0)
 
     @property
     def early_found(self) -> BisectResult | None:
@@ -105,6 +95,7 @@ def change_aware(
     repo: Path,
     runner: Runner,
     workbench: SandboxWorkbench,
+    count: Callable[[int], None],
     memory_mb: int = 2048,
     env: Mapping[str, str] | None = None,
     setup: str | None = None,
@@ -114,10 +105,11 @@ def change_aware(
     """``inner`` behind a :class:`ChangeAwareProposer` when there is something to offer first
     (``check`` is a formatter/linter check with a fix mode, or the change since green is known).
     Autofix makes at most ``max_runs`` (and :data:`AUTOFIX_RUNS`) runs; none when it is 0. The
-    early bisection runs in ``workbench`` (the repair's own)."""
+    early bisection runs in ``workbench`` (the repair's own); every run of either is charged with
+    ``count`` (the repair's meter) before it starts."""
     runs = min(AUTOFIX_RUNS, max(0, max_runs))
     bench = (
-        SandboxCommandBench(repo, runner, memory_mb=memory_mb, env=env, setup=setup)
+        SandboxCommandBench(repo, runner, memory_mb=memory_mb, env=env, setup=setup, count=count)
         if runs > 0 and autofix_plan(check) is not None
         else None
     )
@@ -152,6 +144,7 @@ def change_aware(
             reserved=runs if bench is not None else 0,
             timeout_s=timeout_s,
             workbench=workbench,
+            count=count,
         )
         proposer.find_culprit = early
     return ChangeFirst(proposer, proposer, bench, early)
@@ -166,6 +159,7 @@ def _early_bisect(
     reserved: int,
     timeout_s: float,
     workbench: SandboxWorkbench,
+    count: Callable[[int], None],
 ) -> EarlyBisect | None:
     """The bisection before the reverts (the culprit's first), when the change has several commits
     and ``executions`` hold ``ceil(log2 n)`` runs besides the ``reserved`` ones (autofix) and
@@ -186,6 +180,7 @@ def _early_bisect(
         timeout_s=timeout_s,
         budget=lambda: total - (bench.runs if bench is not None else 0),
         need=need,
+        count=count,
         reserve=extra,
     )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from jobs.repair.edits import AppliedEdits, FileChange
@@ -42,6 +42,7 @@ class SandboxCommandBench:
         env: Mapping[str, str] | None = None,
         setup: str | None = None,
         setup_network: bool = True,
+        count: Callable[[int], None] | None = None,
     ) -> None:
         self.repo = Path(repo).resolve()
         self.runner = runner
@@ -51,12 +52,16 @@ class SandboxCommandBench:
         self.setup = setup
         self.setup_network = setup_network
         self.runs = 0
+        self.count = count
+        """Charges each run to the repair's meter before it starts (None: counted here only)."""
 
     def run_command(
         self, command: str, *, change: AppliedEdits | None = None, timeout_s: float
     ) -> CommandRun:
         """Run ``command`` on base + ``change`` in a fresh copy; never raises for command trouble."""
         self.runs += 1
+        if self.count is not None:
+            self.count(1)
         with ephemeral_workspace(self.repo, root=self.workspace_root) as ws:
             if change is not None:
                 write_change(ws, change)

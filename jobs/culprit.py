@@ -15,16 +15,15 @@ commit, and (``on_no_fix: revert``) offer its verified revert.
   (:func:`jobs.history.reverted`) and the exact final verification command runs on it; the
   revert is kept only when that run passes.
 
-Every run counts in ``Budget.executions`` (:meth:`ChangeOutcome.apply` adds them, and the autofix
-runs of tier 0, to the result's spend); the trace gets the lines and a ``changes`` record in
-``trace.repo``.
+Every run is charged to the repair's one :class:`~jobs.repair.meter.BudgetMeter` before it
+starts (the early bisection's too); the engine puts the lines and the ``changes`` record in the trace.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +32,10 @@ import structlog
 from jobs.history import Files, reverted, tree_at
 from jobs.plan import RepairPlan
 from jobs.repair.bisect import BisectResult, Outcome, bisect
-from jobs.repair.budget import Budget, Spend
 from jobs.repair.changes import ChangeSet
 from jobs.repair.edits import AppliedEdits, FileChange
 from jobs.repair.loop import RepairResult
+from jobs.repair.meter import BudgetMeter
 from jobs.repair.report import Culprit, RevertResult
 from jobs.repair.trace_read import Verification
 from jobs.repair.workbench import TestOutcome
@@ -63,27 +62,9 @@ class ChangeOutcome:
     revert: RevertResult | None = None
     revert_skipped: str = ""
     """``on_no_fix: revert`` and no verified revert: why, in one line."""
-    runs: int = 0
-    """Sandboxed runs made here (bisection, revert verification)."""
-    extra_runs: int = 0
-    """Runs made outside the loop's meter before (tier-0 autofix), counted with :attr:`runs`."""
-    wall_s: float = 0.0
     notices: tuple[str, ...] = ()
     record: Mapping[str, Any] = field(default_factory=dict)
     """``trace.repo["changes"]``."""
-
-    def apply(self, result: RepairResult, budget: Budget) -> RepairResult:
-        """``result`` with these runs in its spend, ``budget`` (the plan's whole budget, of which
-        the loop got a part) as its bound, the notices and the record in it and its trace."""
-        spend = result.spend + Spend(executions=self.runs + self.extra_runs, wall_s=self.wall_s)
-        trace = result.trace
-        # The loop's own budget is not recorded: `arcs replay` recomputes the reserve (jobs.build).
-        trace.spend = spend
-        trace.budget = budget
-        trace.notices.extend(self.notices)
-        if self.record:
-            trace.repo["changes"] = dict(self.record)
-        return replace(result, spend=spend, budget=budget, notices=(*result.notices, *self.notices))
 
 
 def changes_line(changes: ChangeSet) -> str:
@@ -96,33 +77,29 @@ def changes_line(changes: ChangeSet) -> str:
     return line + (" (truncated)" if changes.truncated else "")
 
 
-def loop_budget(budget: Budget, reserved: int) -> Budget:
-    """``budget`` less ``reserved`` executions (kept for runs outside the loop), never below 1."""
-    if reserved <= 0:
-        return budget
-    return budget.with_(executions=max(1, budget.executions - reserved))
-
-
 def after_loop(
     plan: RepairPlan,
     result: RepairResult,
     workbench: SandboxWorkbench,
     repo: Path,
+    meter: BudgetMeter,
     *,
-    extra_runs: int = 0,
     early: BisectResult | None = None,
     flake_rate: float = 0.0,
 ) -> ChangeOutcome:
     """The culprit and the revert (see the module docstring); never raises for git or test trouble.
-    ``early``: the bisection made before the loop (its runs are in ``extra_runs``). ``flake_rate``:
-    the failing targets' measured rate of false failures (#26; 0: one run per probe)."""
+    ``meter``: the repair's, which every run here is charged to (what it has left bounds them).
+    ``early``: the bisection made before the loop. ``flake_rate``: the failing targets' measured
+    rate of false failures (#26; 0: one run per probe)."""
     changes = plan.changes
     notes = [plan.change_note] if plan.change_note else []
     wants_revert = plan.on_no_fix == "revert" and not result.fixed
     if changes is None:
         skipped = "the change since the last green run is not known" if wants_revert else ""
-        return ChangeOutcome(extra_runs=extra_runs, notices=tuple(notes), revert_skipped=skipped)
-    left = plan.budget.executions - result.spend.executions - extra_runs
+        return ChangeOutcome(notices=tuple(notes), revert_skipped=skipped)
+    # What the search, the autofix and the early bisection left (no clock read: the wall test
+    # below reads the search's end, as it always has).
+    left = meter.budget.executions - meter.executions
     timeout = _timeout(plan, result)
     reproduced = result.trace.reproduction.verdict == "reproduced"
     record: dict[str, Any] = {
@@ -133,7 +110,7 @@ def after_loop(
         "truncated": changes.truncated,
         "source": plan.change_note,
     }
-    search = _Search(workbench, repo, timeout)
+    search = _Search(workbench, repo, timeout, meter.count_runs)
     culprit: Culprit | None = None
     if not reproduced:
         notes.append("culprit: not looked for (the failure did not reproduce)")
@@ -158,7 +135,7 @@ def after_loop(
             skipped = "the failure did not reproduce in the sandbox"
         elif culprit is None:
             skipped = "no culprit commit was found"
-        elif left - search.runs < 1:
+        elif meter.budget.executions - meter.executions < 1:
             skipped = "no test runs left in the budget"
         else:
             revert, skipped = search.revert(culprit.sha)
@@ -172,9 +149,6 @@ def after_loop(
         culprit=culprit,
         revert=revert,
         revert_skipped=skipped,
-        runs=search.runs,
-        extra_runs=extra_runs,
-        wall_s=search.wall_s,
         notices=tuple(notes),
         record=record,
     )
@@ -218,12 +192,14 @@ def as_change(repo: Path, files: Files) -> AppliedEdits:
 class _Search:
     """The sandboxed runs after the loop: probes of a bisection, the revert's verification."""
 
-    def __init__(self, workbench: SandboxWorkbench, repo: Path, timeout: float) -> None:
+    def __init__(
+        self, workbench: SandboxWorkbench, repo: Path, timeout: float, count: Callable[[int], None]
+    ) -> None:
         self.workbench = workbench
         self.repo = repo
         self.timeout = timeout
-        self.runs = 0
-        self.wall_s = 0.0
+        self.count = count
+        """Charges a run to the repair's meter before it starts."""
 
     def culprit(
         self,
@@ -280,7 +256,7 @@ class _Search:
         present = targets_at(
             targets, lambda rel: files[rel] if rel in files else wsfs.text_or_none(self.repo, rel)
         )
-        self.runs += 1
+        self.count(1)
         try:
             outcome = self.workbench.run_tests(
                 as_change(self.repo, files), select=present or None, timeout_s=self.timeout
@@ -288,7 +264,6 @@ class _Search:
         except Exception as exc:  # a crashed run says nothing about the commit
             log.warning("repair.bisect_run", sha=sha[:12], error=str(exc)[:200])
             return "skip"
-        self.wall_s += outcome.duration_s
         return judge(outcome, present)
 
     def revert(self, sha: str) -> tuple[RevertResult | None, str]:
@@ -301,13 +276,12 @@ class _Search:
         if not files:
             return None, f"the revert of {sha[:7]} does not apply cleanly"
         change = as_change(self.repo, files)
-        self.runs += 1
+        self.count(1)
         try:
             outcome = self.workbench.verify(change, timeout_s=self.timeout)
         except Exception as exc:
             log.warning("repair.revert_verify_crashed", sha=sha[:12], error=str(exc)[:200])
             return None, f"the final verification of the revert crashed: {type(exc).__name__}"
-        self.wall_s += outcome.duration_s
         command = outcome.command or self.workbench.exact.command
         passed = outcome.exit_code == 0 and not outcome.timed_out
         verification = Verification(
@@ -331,7 +305,8 @@ class _Search:
 class EarlyBisect:
     """A bisection on the failing targets before tier 0 ranks its reverts (the culprit's first),
     in the repair's own ``workbench``: at most ``budget()`` runs (asked when it starts: what the
-    reserve still holds), made once; :func:`after_loop` records :attr:`found` instead of bisecting again."""
+    reserve still holds), each charged with ``count`` (the repair's meter), made once;
+    :func:`after_loop` records :attr:`found` instead of bisecting again."""
 
     def __init__(
         self,
@@ -342,6 +317,7 @@ class EarlyBisect:
         timeout_s: float,
         budget: Callable[[], int],
         need: int,
+        count: Callable[[int], None],
         reserve: int = 0,
     ) -> None:
         self.changes = changes
@@ -350,12 +326,11 @@ class EarlyBisect:
         self.timeout_s = timeout_s
         self.budget = budget
         self.need = need
+        self.count = count
         self.reserve = reserve
-        """Executions kept out of the loop's budget for this search (besides the autofix reserve)."""
+        """Executions kept out of the search's window for this bisection (besides the autofix reserve)."""
         self.found: BisectResult | None = None
         self.skipped = ""
-        self.runs = 0
-        """Sandboxed runs made (outside the loop's meter)."""
 
     def __call__(self, targets: tuple[str, ...]) -> str | None:
         """The first bad commit for ``targets`` (empty: the whole command), or None. Bisects only
@@ -366,12 +341,9 @@ class EarlyBisect:
         if allowed < self.need:
             self.skipped = f"{allowed} run(s) left, {self.need} needed"
             return None
-        search = _Search(self.workbench, self.repo, self.timeout_s)
+        search = _Search(self.workbench, self.repo, self.timeout_s, self.count)
         commits = [c.sha for c in self.changes.commits]
-        try:
-            self.found = bisect(commits, lambda sha: search.probe(sha, targets), budget=allowed)
-        finally:
-            self.runs = search.runs
+        self.found = bisect(commits, lambda sha: search.probe(sha, targets), budget=allowed)
         return self.found.culprit
 
 
@@ -417,6 +389,5 @@ __all__ = [
     "as_change",
     "changes_line",
     "judge",
-    "loop_budget",
     "targets_at",
 ]

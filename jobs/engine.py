@@ -49,6 +49,7 @@ from jobs.repair.diffing import parse_patch
 from jobs.repair.edits import EditError, apply_edits
 from jobs.repair.llm import LLM
 from jobs.repair.loop import RepairResult
+from jobs.repair.meter import BudgetMeter
 from jobs.repair.ports import Clock, Interrupt, Proposer
 from jobs.repair.report import FailureSpot, RepairReport
 from jobs.repair.task import RepairTask, sanitize_untrusted
@@ -316,7 +317,22 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
     with build(setup, wired) as repair:
         workbench = repair.workbench
         notify(f"reproducing: {resolved.command}")
-        result = repair.run(task, plan.tier)
+        first = repair.first
+
+        def culprit(found: RepairResult, meter: BudgetMeter) -> ChangeOutcome:
+            # The culprit (bisected on the failing targets) and the revert fallback, in the same
+            # sandbox, on what the repair's meter has left.
+            return after_loop(
+                plan,
+                found,
+                workbench,
+                repo,
+                meter,
+                early=first.early_found,
+                flake_rate=flake_rate(ports.history, plan.repo, found.trace.reproduction.targets),
+            )
+
+        result, change = repair.run(task, plan.tier, culprit)
         trace = result.trace
         trace.id = trace.id or f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
         trace.created = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
@@ -335,19 +351,10 @@ def execute(plan: RepairPlan, ports: EnginePorts) -> LoopRun:
             "toolchains": [str(path) for path in toolchains],  # `arcs replay` uses the same (#23)
         }
         trace.llm_calls = [r.to_json() for r in recording.records] if recording is not None else []
-        # The culprit (bisected on the failing targets) and the revert fallback, in the same
-        # sandbox; their runs and autofix's count in Budget.executions.
-        first = repair.first
-        change = after_loop(
-            plan,
-            result,
-            workbench,
-            repo,
-            extra_runs=first.outside_runs,
-            early=first.early_found,
-            flake_rate=flake_rate(ports.history, plan.repo, result.trace.reproduction.targets),
-        )
-        result = change.apply(result, plan.budget)
+        trace.notices.extend(change.notices)
+        if change.record:
+            trace.repo["changes"] = dict(change.record)
+        result = replace(result, notices=(*result.notices, *change.notices))
         dependency = None
         if stage is not None:  # replay reads the stage from here and fetches nothing
             trace.repo[TRACE_KEY] = stage.to_json()

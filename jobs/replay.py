@@ -128,12 +128,12 @@ def replay(
         if want and digest != want:
             elsewhere, hint = source_divergence(recorded, base, want, digest)
             return ReplayReport(recorded, None, elsewhere, hint)
-        held = budget_divergence(recorded, repair.loop_budget)
+        held = budget_divergence(recorded, recorded.budget.with_(executions=repair.window))
         if held is not None:
             return ReplayReport(recorded, None, held)
         notify(f"replaying {recorded.id or trace_path} ({len(records)} recorded model calls)")
         try:
-            result = repair.run(recorded.task, _tier(recorded.tier_requested))
+            result, _ = repair.run(recorded.task, _tier(recorded.tier_requested))
         except ReplayDivergence as exc:
             where = f"model call {exc.call_index + 1}" + (f" ({exc.purpose})" if exc.purpose else "")
             return ReplayReport(
@@ -270,10 +270,12 @@ def _restore_base(root: Path, files: dict[str, object]) -> None:
             raise UsageError(f"replay: recorded path {rel!r} escapes the repository ({exc})") from None
 
 
-def budget_divergence(trace: Trace, loop_budget: Budget) -> Divergence | None:
+def budget_divergence(trace: Trace, window: Budget) -> Divergence | None:
     """A trace recorded before #25 keeps the loop's own budget in ``repo["loop_budget"]`` (the whole
-    budget less the change-first reserve); the replay recomputes that reserve from the task and
-    the budget, so the two must agree. None: they do, or the trace records none (or a garbled one)."""
+    budget less the change-first reserve; read, never written now); the replay recomputes the
+    search's window from the task and the budget (``window``: the whole budget with the
+    window's executions), so the two must agree. None: they do, or the trace records none (or a
+    garbled one)."""
     recorded = trace.repo.get("loop_budget")
     if not isinstance(recorded, dict):
         return None
@@ -282,9 +284,9 @@ def budget_divergence(trace: Trace, loop_budget: Budget) -> Divergence | None:
         held = Budget(**{k: v for k, v in recorded.items() if k in names})
     except (TypeError, ValueError):
         return None
-    if held == loop_budget:
+    if held == window:
         return None
-    return Divergence("budget", "loop budget", str(held.as_dict()), str(loop_budget.as_dict()))
+    return Divergence("budget", "loop budget", str(held.as_dict()), str(window.as_dict()))
 
 
 def _tier(name: str) -> TierRequest:

@@ -155,10 +155,17 @@ class RepairLoop:
     # -- entry point -----------------------------------------------------------------------------
 
     def run(
-        self, spec: RepairSpec | RepairTask, budget: Budget | None = None, tier: TierRequest = "auto"
+        self,
+        spec: RepairSpec | RepairTask,
+        budget: Budget | None = None,
+        tier: TierRequest = "auto",
+        *,
+        meter: BudgetMeter | None = None,
     ) -> RepairResult:
         """Reproduce, then repair ``spec.task`` within ``spec.budget`` using the tiers ``spec.tier``
-        resolves to; ``spec.loop`` becomes this loop's config.
+        resolves to; ``spec.loop`` becomes this loop's config. ``meter``: a window of the repair's
+        meter (:meth:`BudgetMeter.window`) the loop spends in; its owner records the trace's
+        spend. None: the loop meters ``spec.budget`` itself.
 
         ``run(task, budget, tier)`` (the signature before :class:`RepairSpec`) runs with the loop's
         own config. Raises :class:`jobs.repair.tiers.TierUnavailable` for an LLM tier without an LLM
@@ -179,10 +186,12 @@ class RepairLoop:
             proposer=getattr(self.proposer, "name", type(self.proposer).__name__),
             notices=list(tier_plan.notices),
         )
-        meter = BudgetMeter(
-            budget, self.clock, price_table=self.price_table, reserve_s=self.config.min_wall_s
-        )
-        st = RunState(task=task, trace=trace, meter=meter)
+        owns_meter = meter is None
+        if meter is None:
+            meter = BudgetMeter(
+                budget, self.clock, price_table=self.price_table, reserve_s=self.config.min_wall_s
+            )
+        st = RunState(task=task, trace=trace, meter=meter, owns_meter=owns_meter)
         self._prior = (
             ChangePrior.of(task.changes, self.workbench.source())
             if task.changes is not None and self.retriever is not None

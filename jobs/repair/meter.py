@@ -81,8 +81,10 @@ class BudgetMeter:
     """Spend and budget checks of one repair run.
 
     ``clock`` (None: no wall time is measured, as for a proposer metering what it was offered)
-    starts at construction. ``reserve_s`` is the wall time kept for the bookkeeping after a test
-    run: a run starts only with twice that much left.
+    starts at construction, or at :meth:`start` when ``started`` is False (a repair wires its
+    meter before it runs). ``reserve_s`` is the wall time kept for the bookkeeping after a test
+    run: a run starts only with twice that much left. :meth:`window` is a view for one stage
+    that may spend only part of the executions (the search, while change-first keeps a reserve).
     """
 
     def __init__(
@@ -92,15 +94,26 @@ class BudgetMeter:
         *,
         price_table: PriceTable | None = None,
         reserve_s: float = 1.0,
+        started: bool = True,
     ) -> None:
         self.budget = budget
         self.clock = clock
         self.price_table = price_table
         self.reserve_s = reserve_s
-        self.started = clock.monotonic() if clock is not None else 0.0
+        self.started = clock.monotonic() if clock is not None and started else 0.0
         self.usage = Usage()
         self.executions = 0
         self.iterations = 0
+
+    def start(self) -> None:
+        """Start the wall clock now (a meter made with ``started=False``)."""
+        self.started = self.clock.monotonic() if self.clock is not None else 0.0
+
+    def window(self, *, executions: int) -> BudgetMeter:
+        """A view of this meter in which at most ``executions`` more test runs may start: its
+        checks use ``min(executions - runs made through the view, what this meter has left)``;
+        everything it counts (runs, rounds, usage) is counted here too, on one clock."""
+        return MeterWindow(self, executions)
 
     # -- spend -------------------------------------------------------------------------------------
 
@@ -204,4 +217,67 @@ class BudgetMeter:
         )
 
 
-__all__ = ["OVERHEAD_TOKENS", "Affordable", "BudgetMeter", "affordable_output", "input_tokens"]
+class MeterWindow(BudgetMeter):
+    """:meth:`BudgetMeter.window`: the runs made through it are its own ``executions`` (and the
+    parent's); rounds, usage and the clock are the parent's. Its ``budget`` is the parent's with
+    ``executions`` = its own runs + ``min(cap - own runs, parent's executions left)``, so every
+    check of :class:`BudgetMeter` holds the window and the whole budget at once."""
+
+    def __init__(self, parent: BudgetMeter, cap: int) -> None:
+        # No super().__init__: every value but the window's own runs lives in the parent.
+        self.parent = parent
+        self.cap = cap
+        self.own = 0
+        self.clock = parent.clock
+        self.price_table = parent.price_table
+        self.reserve_s = parent.reserve_s
+        self.started = parent.started
+
+    @property
+    def budget(self) -> Budget:
+        """The parent's budget, executions bounded by the window (see the class docstring)."""
+        whole = self.parent.budget
+        left = max(0, whole.executions - self.parent.executions)
+        return whole.with_(executions=self.own + max(0, min(self.cap - self.own, left)))
+
+    @budget.setter
+    def budget(self, value: Budget) -> None:
+        raise AttributeError("a meter window's budget is its parent's")
+
+    @property
+    def executions(self) -> int:
+        """Runs made through the window."""
+        return self.own
+
+    @executions.setter
+    def executions(self, value: int) -> None:
+        self.parent.executions += value - self.own
+        self.own = value
+
+    @property
+    def usage(self) -> Usage:
+        """The parent's usage."""
+        return self.parent.usage
+
+    @usage.setter
+    def usage(self, value: Usage) -> None:
+        self.parent.usage = value
+
+    @property
+    def iterations(self) -> int:
+        """The parent's rounds."""
+        return self.parent.iterations
+
+    @iterations.setter
+    def iterations(self, value: int) -> None:
+        self.parent.iterations = value
+
+
+__all__ = [
+    "OVERHEAD_TOKENS",
+    "Affordable",
+    "BudgetMeter",
+    "MeterWindow",
+    "affordable_output",
+    "input_tokens",
+]

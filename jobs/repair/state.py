@@ -272,6 +272,8 @@ class RunState:
     task: RepairTask
     trace: Trace
     meter: BudgetMeter
+    owns_meter: bool = True
+    """The loop made ``meter`` and records its spend; False: a repair's window (jobs.build records it)."""
     base: Baseline = field(default_factory=Baseline)
     search: SearchState = field(default_factory=SearchState)
     acc: Acceptance = field(default_factory=Acceptance)

@@ -72,9 +72,11 @@ def finish(
             out.reason = reason = f"{reason}; {best.standing.line()}" + (
                 f"; {line}" if (line := behaviour_line(best.behaviour)) else ""
             )
-    trace.spend = st.meter.spend()
+    spend = st.meter.spend()
+    if st.owns_meter:  # else the repair that opened the window writes the whole spend
+        trace.spend = spend
     trace.usage = st.meter.usage
-    trace.timings["total_s"] = trace.spend.wall_s
+    trace.timings["total_s"] = spend.wall_s
     candidates = len([c for c in trace.candidates if not c.duplicate_of])
     return RepairResult(
         verdict=verdict,
@@ -90,8 +92,8 @@ def finish(
         tests_after=out.tests_after,
         gates=tuple(out.gates),
         usage=st.meter.usage,
-        spend=trace.spend,
-        budget=st.meter.budget,
+        spend=spend,
+        budget=trace.budget,
         notices=tuple(trace.notices),
         trace=trace,
         stopped_by="" if returned is not None else st.acc.stop,

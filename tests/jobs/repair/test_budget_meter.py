@@ -112,3 +112,38 @@ def test_round_stop_checks_model_spend_only_for_llm_tiers() -> None:
     meter.count_round()
     meter.count_round()
     assert meter.round_stop(llm=False) == "iterations" and meter.rounds_left() == 0
+
+
+# -- one meter per repair (#25): the search spends in a window of it ------------------------------
+
+
+def test_a_window_bounds_its_own_runs_and_counts_everything_in_the_meter() -> None:
+    clock = FakeClock()
+    meter = BudgetMeter(Budget(executions=10, iterations=5), clock, started=False)
+    clock.advance(100.0)  # wiring time is not spent: the clock starts with start()
+    meter.start()
+    window = meter.window(executions=6)
+    meter.count_runs(3)  # change-first, outside the window: not the window's runs
+    assert window.runs_allowed(10) == 6 and window.executions == 0
+    window.count_runs(4)
+    window.count_round()
+    window.charge(Usage(input_tokens=10, output_tokens=5, usd=0.01))
+    assert meter.executions == 7 and meter.iterations == 1 and meter.usage.tokens == 15
+    assert window.spend().executions == 4 and window.rounds_left() == 4
+    assert window.runs_allowed(5) == 2 and window.execution_stop() == ""
+    window.count_runs(2)
+    assert window.execution_stop() == "executions" and window.round_stop(llm=False) == "executions"
+    assert window.budget.executions == 6 and meter.remaining().executions == 1  # what the culprit gets
+    clock.advance(2.5)
+    assert window.spend().wall_s == meter.spend().wall_s == 2.5  # one clock
+
+
+def test_a_window_never_lets_the_search_past_what_the_whole_budget_has_left() -> None:
+    meter = BudgetMeter(Budget(executions=5))
+    window = meter.window(executions=4)
+    meter.count_runs(3)  # more drawn outside than the window leaves: min(4 - 0, 5 - 3) = 2
+    assert window.runs_allowed(4) == 2 and window.budget.executions == 2
+    window.count_runs(2)
+    assert not window.can_execute() and meter.remaining().executions == 0
+    with pytest.raises(AttributeError):
+        window.budget = Budget()
