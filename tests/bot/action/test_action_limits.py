@@ -218,10 +218,12 @@ def test_timeout_minutes_caps_the_repair_budget_and_stops_the_repair_at_the_rese
 
 def test_at_the_bound_the_step_stops_writes_the_summary_and_publishes_nothing(world: World) -> None:
     release = threading.Event()
+    started = threading.Event()
     calls: list[str] = []
 
     def stuck(settings: Settings, request: Any, **ports: Any) -> Any:
         calls.append(str(ports["interrupt"].check()))
+        started.set()
         release.wait(60)  # a test run that hangs
         calls.append(str(ports["interrupt"].check()))
         raise ArcsError("released")  # dropped: the step has already reported
@@ -244,7 +246,11 @@ def test_at_the_bound_the_step_stops_writes_the_summary_and_publishes_nothing(wo
         "published": "false",
         "culprit": "",
     }
-    assert calls[0] == "None" and world.double.mutations == []
+    # The fixer got the step's interrupt. On a loaded machine its thread may first run after the
+    # 120 ms bound, when the interrupt already says stop; either answer shows the port is wired.
+    assert started.wait(10)
+    assert calls[0] == "None" or calls[0] == "stopped after 0.002 minutes (timeout-minutes: 0.002)", calls
+    assert world.double.mutations == []
 
 
 def test_the_cli_passes_model_and_timeout_flags(
