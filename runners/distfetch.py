@@ -69,8 +69,15 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+_PYPI_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,200}[A-Za-z0-9])?")
+_NPM_NAME = re.compile(r"(?:@[a-z0-9~-][a-z0-9._~-]{0,100}/)?[a-z0-9~-][a-z0-9._~-]{0,213}")
+_NAME = {"pypi": _PYPI_NAME, "npm": _NPM_NAME}
+_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+!-]{0,63}")
+
+
 def _safe_component(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._+-]", "_", text)[:100] or "_"
+    safe = re.sub(r"[^A-Za-z0-9._+-]", "_", text)[:100]
+    return safe if safe.strip(".") else "_"
 
 
 def member_path(name: str) -> PurePosixPath | None:
@@ -208,9 +215,10 @@ def fetch(
     npm: str = "npm",
 ) -> Fetched:
     """Download and unpack one version (cached). Raises :class:`FetchError`."""
-    if not re.fullmatch(r"[A-Za-z0-9@/._+-]{1,214}", package) or not re.fullmatch(
-        r"[A-Za-z0-9._+!-]{1,64}", version
-    ):
+    # Names and versions come from the repository's manifests: only registry names, never a path,
+    # URL or `..` (`npm pack ../x` packs a host folder; `..` would climb out of the cache).
+    name_ok = _NAME.get(ecosystem, _PYPI_NAME).fullmatch(package) is not None
+    if not name_ok or not _VERSION.fullmatch(version) or not re.search(r"[A-Za-z0-9]", version):
         raise FetchError(f"refused package spec {package[:60]!r} {version[:30]!r}")
     home = cache_dir / "dists" / ecosystem / _safe_component(package) / _safe_component(version)
     root = home / "src"

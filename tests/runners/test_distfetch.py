@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import subprocess
 import tarfile
 import zipfile
 from pathlib import Path
@@ -147,3 +148,33 @@ def test_a_wheels_metadata_is_read_for_its_changelog(tmp_path: Path) -> None:
         zf.writestr("p-1.0.dist-info/METADATA", "Name: p\n\nChanges\n=======\n\n1.0\n---\n- x\n")
     safe_extract(whl, tmp_path / "out")
     assert set(read_texts(tmp_path / "out")) == {"p/__init__.py", "p-1.0.dist-info/METADATA"}
+
+
+@pytest.mark.parametrize(
+    ("ecosystem", "package", "version"),
+    [
+        ("npm", "../../host-folder", "1.0.0"),  # `npm pack ../x` would pack a host folder
+        ("npm", "/etc", "1.0.0"),
+        ("npm", "..", ".."),
+        ("pypi", "..", ".."),  # cache/dists/pypi/../.. is the cache itself (removed before a fetch)
+        ("pypi", "pkg", ".."),
+        ("npm", "lodash", "file:../x"),
+        ("npm", "git+https://example.com/x.git", "1.0.0"),
+    ],
+)
+def test_a_manifests_path_or_dots_never_reach_npm_or_leave_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ecosystem: str, package: str, version: str
+) -> None:
+    cache = tmp_path / "cache"
+    keep = cache / "dists" / "kept.txt"
+    keep.parent.mkdir(parents=True)
+    keep.write_text("an earlier download")
+
+    def never(*args: object, **kwargs: object) -> object:
+        raise AssertionError("nothing may be fetched for a refused spec")
+
+    monkeypatch.setattr(distfetch, "pypi_files", never)
+    monkeypatch.setattr(subprocess, "run", never)
+    with pytest.raises(FetchError, match="refused package spec"):
+        fetch(ecosystem, package, version, cache_dir=cache)
+    assert keep.read_text() == "an earlier download"
