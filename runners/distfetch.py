@@ -70,7 +70,8 @@ def _norm(name: str) -> str:
 
 
 _PYPI_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,200}[A-Za-z0-9])?")
-_NPM_NAME = re.compile(r"(?:@[a-z0-9~-][a-z0-9._~-]{0,100}/)?[a-z0-9~-][a-z0-9._~-]{0,213}")
+# npm's rules; capitals only for legacy names (JSONStream).
+_NPM_NAME = re.compile(r"(?:@[a-z0-9~-][a-z0-9._~-]{0,100}/)?[A-Za-z0-9~-][A-Za-z0-9._~-]{0,213}")
 _NAME = {"pypi": _PYPI_NAME, "npm": _NPM_NAME}
 _VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+!-]{0,63}")
 
