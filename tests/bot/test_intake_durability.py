@@ -133,7 +133,12 @@ def test_killed_between_record_and_enqueue_the_relay_enqueues_it_once(
     base = second.url()
     # No redelivery: the relay finds the row the broker never confirmed and enqueues it.
     wait_for(lambda: len(queued_jobs("kill-relay")) >= 1, 30, "the relay to enqueue the job")
-    assert delivery_row(env["ARCS_DATABASE_URL"], "kill-relay").status == "enqueued"
+    # The relay marks the row after the broker took the job (relay.sweep): wait for the mark.
+    wait_for(
+        lambda: delivery_row(env["ARCS_DATABASE_URL"], "kill-relay").status == "enqueued",
+        10,
+        "the relay to mark the delivery enqueued",
+    )
     again = post(base, "issues.labeled", "kill-relay")
     assert again.status_code == 200 and again.json()["status"] == "duplicate"
     time.sleep(2.5)  # more than the grace and several relay rounds: nothing is enqueued twice
