@@ -299,9 +299,9 @@ class _Pages:
         }
         return self.render(request, "org.html", viewer, context, status)
 
-    # -- GET /orgs/{owner}/repos/{name} --
-
-    def repo(self, request: Request) -> Response:
+    def repo_viewer(self, request: Request) -> tuple[Viewer, str, str] | Response:
+        """``(viewer, owner, owner/name)`` of a repository page the viewer may see; else the login
+        redirect or the same 404 as for a repository that does not exist."""
         viewer = viewer_of(request)
         if viewer is None:
             return login_redirect(request)
@@ -309,6 +309,15 @@ class _Pages:
         full = f"{owner}/{request.path_params['name']}"
         if not viewer.can_see_owner(owner) or not viewer.can_see_repo(full):
             return self.not_found(request, viewer)
+        return viewer, owner, full
+
+    # -- GET /orgs/{owner}/repos/{name} --
+
+    def repo(self, request: Request) -> Response:
+        seen = self.repo_viewer(request)
+        if isinstance(seen, Response):
+            return seen
+        viewer, owner, full = seen
         weeks = weeks_param(request)
         now = self.clock()
         since = queries.window_start(now, weeks)
@@ -332,13 +341,10 @@ class _Pages:
     # -- GET /orgs/{owner}/repos/{name}/flaky --
 
     def flaky(self, request: Request) -> Response:
-        viewer = viewer_of(request)
-        if viewer is None:
-            return login_redirect(request)
-        owner = str(request.path_params["owner"])
-        full = f"{owner}/{request.path_params['name']}"
-        if not viewer.can_see_owner(owner) or not viewer.can_see_repo(full):
-            return self.not_found(request, viewer)
+        seen = self.repo_viewer(request)
+        if isinstance(seen, Response):
+            return seen
+        viewer, owner, full = seen
         name = queries.repo_name(self.store, full)
         now = self.clock()
         context = {
