@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
@@ -153,19 +154,32 @@ def ensure_branch_pushed(
     check_branch(branch)
     if not files:
         raise GitHubError(f"push {branch}: there is no change to push")
-    repo = repository(client)
-    clone_url = str(repo.get("clone_url") or "")
-    with tempfile.TemporaryDirectory(prefix="arcs-push-", dir=workdir) as tmp:
-        dest = Path(tmp) / "repo"
-        clone_at_sha(clone_url, base_sha, dest, source=client.tokens)
-        _write_files(dest, files)
-        sha = commit_all(dest, message, identity=identity, attempt=attempt)
+    with _bot_commit(client, base_sha, files, message, identity, attempt, workdir) as (dest, sha):
         remote = remote_branch_sha(dest, branch, source=client.tokens)
         if remote is not None and remote != sha and _same_change(dest, branch, remote, sha, base_sha, client):
             log.info("github.branch.unchanged", branch=branch, sha=remote[:12])
             return remote
         result = push_branch(dest, branch, source=client.tokens, identity=identity)
         return result.sha
+
+
+@contextlib.contextmanager
+def _bot_commit(
+    client: InstallationClient,
+    parent_sha: str,
+    files: Mapping[str, str | None],
+    message: str,
+    identity: BotIdentity,
+    attempt: str | None,
+    workdir: Path | None,
+) -> Iterator[tuple[Path, str]]:
+    """A throw-away clone at ``parent_sha`` with one bot commit writing ``files``: ``(clone, sha)``."""
+    clone_url = str(repository(client).get("clone_url") or "")
+    with tempfile.TemporaryDirectory(prefix="arcs-push-", dir=workdir) as tmp:
+        dest = Path(tmp) / "repo"
+        clone_at_sha(clone_url, parent_sha, dest, source=client.tokens)
+        _write_files(dest, files)
+        yield dest, commit_all(dest, message, identity=identity, attempt=attempt)
 
 
 def commit_on_top(
@@ -184,13 +198,7 @@ def commit_on_top(
     the branch moved or refused the push (see :func:`bot.github.git.push_on_top`)."""
     if not files:
         raise GitHubError(f"push on top of {branch}: there is no change to push")
-    repo = repository(client)
-    clone_url = str(repo.get("clone_url") or "")
-    with tempfile.TemporaryDirectory(prefix="arcs-push-", dir=workdir) as tmp:
-        dest = Path(tmp) / "repo"
-        clone_at_sha(clone_url, parent_sha, dest, source=client.tokens)
-        _write_files(dest, files)
-        sha = commit_all(dest, message, identity=identity, attempt=attempt)
+    with _bot_commit(client, parent_sha, files, message, identity, attempt, workdir) as (dest, sha):
         return sha if push_on_top(dest, branch, parent_sha, source=client.tokens) else None
 
 
